@@ -1,0 +1,264 @@
+"""Alignment and filtering: keep, truncate, relink or drop each extracted passage (paper §3.3).
+
+Only the text of documents that were actually retrieved is consulted; a URL a model wrote is a
+lookup key into that set, never something to fetch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from evident.alignment.cache import DEFAULT_CACHE, IndexCache
+from evident.alignment.models import AlignmentDecision, Passage, SourceDocument
+from evident.alignment.overlap import ELLIPSIS, PassageUnits, passage_units
+from evident.alignment.spans import (
+    Piece,
+    choose_occurrences,
+    covered_runs,
+    merge_pieces,
+    occurrences,
+    pieces_of_run,
+)
+from evident.alignment.tokenize import DocumentIndex
+
+DriftMode = Literal["extended", "paper"]
+QUOTE_JOINER = " … "
+
+
+def _as_passage(p: Passage | Mapping[str, Any]) -> Passage:
+    return p if isinstance(p, Passage) else Passage.model_validate(p)
+
+
+def _as_document(d: SourceDocument | Mapping[str, Any]) -> SourceDocument:
+    return d if isinstance(d, SourceDocument) else SourceDocument.model_validate(d)
+
+
+def _url_key(url: str) -> str:
+    """Loose form of a URL for matching a model's citation to a retrieved document."""
+    url = url.strip().split("#", 1)[0]
+    return url.rstrip("/").lower()
+
+
+def quote_of(text: str, spans: list[tuple[int, int]]) -> str:
+    """The exact source text of `spans`, non-adjacent spans joined by " … "."""
+    out: list[str] = []
+    prev_end: int | None = None
+    for start, end in spans:
+        if out and start != prev_end:
+            out.append(QUOTE_JOINER)
+        out.append(text[start:end])
+        prev_end = end
+    return "".join(out)
+
+
+class _Counts:
+    """Counts of the pending passages' units in each document, via one Aho–Corasick automaton.
+
+    The automaton holds every n-gram (and short segment) of every passage still undecided, so each
+    document's token string is scanned once in C, whatever the number of passages.
+    """
+
+    def __init__(self, units: Iterable[str], index: Any) -> None:
+        import ahocorasick
+
+        self._automaton = ahocorasick.Automaton()
+        for u in set(units):
+            self._automaton.add_word(u, u)
+        self._automaton.make_automaton()
+        self._index = index
+        self._cache: dict[int, dict[str, int]] = {}
+
+    def __call__(self, doc: int) -> dict[str, int]:
+        found = self._cache.get(doc)
+        if found is None:
+            found = Counter(v for _, v in self._automaton.iter(self._index(doc).tstring))
+            self._cache[doc] = found
+        return found
+
+
+def _edge_punctuation(content: str, units: PassageUnits) -> list[tuple[str, str]]:
+    """Per segment: the punctuation the passage has before its first and after its last token.
+
+    A span ends at a word; if the passage also copied the sentence's closing period or opening
+    quote and the source has exactly those characters there, the span takes them in.
+    """
+    cuts = [(m.start(), m.end()) for m in ELLIPSIS.finditer(content)]
+    out: list[tuple[str, str]] = []
+    toks = units.tokens
+    for seg in units.segments:
+        first, last = seg.first, seg.first + len(seg.tokens) - 1
+        s, e = toks.starts[first], toks.ends[last]
+        lo = max([c_end for _, c_end in cuts if c_end <= s], default=0)
+        hi = min([c_start for c_start, _ in cuts if c_start >= e], default=len(content))
+        out.append((content[lo:s].strip(), content[e:hi].strip()))
+    return out
+
+
+def _extend(text: str, span: tuple[int, int], lead: str, trail: str) -> tuple[int, int]:
+    start, end = span
+    if lead and text[max(0, start - len(lead)) : start] == lead:
+        start -= len(lead)
+    if trail and text[end : end + len(trail)] == trail:
+        end += len(trail)
+    return start, end
+
+
+def supported_spans(
+    content: str, units: PassageUnits, doc: DocumentIndex, counts: Mapping[str, int], bridge: int
+) -> list[tuple[int, int]]:
+    """Character spans of `doc.text` holding the passage's supported text, in passage order."""
+    avail = dict(counts)
+    pieces: list[Piece] = []
+    seg_of: list[int] = []
+    for si, seg in enumerate(units.segments):
+        for run in covered_runs(units, seg, avail):
+            for piece in pieces_of_run(doc, seg, run, units.n):
+                if piece.candidates:
+                    pieces.append(piece)
+                    seg_of.append(si)
+    if not pieces:
+        return []
+    starts = choose_occurrences(pieces)
+    edges = _edge_punctuation(content, units)
+    spans: list[tuple[int, int]] = []
+    for si, seg in enumerate(units.segments):
+        mine = [(p, s) for p, s, k in zip(pieces, starts, seg_of) if k == si]
+        if not mine:
+            continue
+        merged = merge_pieces([p for p, _ in mine], [s for _, s in mine], bridge)
+        lead, trail = edges[si]
+        for d_first, d_last, p_first, p_last in merged:
+            span = doc.span(d_first, d_last)
+            span = _extend(
+                doc.text,
+                span,
+                lead if p_first == 0 else "",
+                trail if p_last == len(seg.tokens) else "",
+            )
+            if spans and span[0] <= spans[-1][1] and span[1] >= spans[-1][0]:
+                spans[-1] = (min(spans[-1][0], span[0]), max(spans[-1][1], span[1]))
+            else:
+                spans.append(span)
+    return spans
+
+
+def align(
+    passages: Iterable[Passage | Mapping[str, Any]],
+    documents: Iterable[SourceDocument | Mapping[str, Any]],
+    *,
+    n: int = 5,
+    threshold: float = 0.7,
+    drift: DriftMode = "extended",
+    bridge: int = 2,
+    cache: IndexCache | None = None,
+) -> list[AlignmentDecision]:
+    """One decision per passage, in input order (see DESIGN §3 for the four cases).
+
+    `drift="paper"` searches other documents only when the cited one has overlap 0, as in the
+    paper; the default also relinks a passage that exists (above the threshold) in another
+    retrieved document while sharing only a fragment with the cited one.
+    `bridge` is the longest substitution (in tokens) filled with source text inside a truncated
+    passage; 0 keeps strictly the matched runs.
+    """
+    if n < 1:
+        raise ValueError(f"n must be at least 1 (got {n})")
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be within [0, 1] (got {threshold})")
+    if drift not in ("extended", "paper"):
+        raise ValueError(f"drift must be 'extended' or 'paper' (got {drift!r})")
+    cache = cache or DEFAULT_CACHE
+    ps = [_as_passage(p) for p in passages]
+    docs = [_as_document(d) for d in documents]
+
+    by_url: dict[str, int] = {}
+    by_key: dict[str, int] = {}
+    for i, d in enumerate(docs):
+        by_url.setdefault(d.url, i)
+        by_key.setdefault(_url_key(d.url), i)
+    indexes: dict[int, DocumentIndex] = {}
+
+    def index(i: int) -> DocumentIndex:
+        found = indexes.get(i)
+        if found is None:
+            found = indexes[i] = cache.get(docs[i].content, docs[i].content_hash or None)
+        return found
+
+    def cited(url: str) -> int | None:
+        found = by_url.get(url)
+        return found if found is not None else by_key.get(_url_key(url))
+
+    def decision(p: Passage, action: str, doc: int | None, overlap: float, final: float,
+                 spans: list[tuple[int, int]], reason: str) -> AlignmentDecision:
+        url = docs[doc].url if doc is not None else ""
+        quote = quote_of(docs[doc].content, spans) if doc is not None else ""
+        return AlignmentDecision(
+            passage_id=p.passage_id, action=action, url=url, original_url=p.url,  # type: ignore[arg-type]
+            overlap=round(overlap, 6), final_overlap=round(final, 6), spans=spans, quote=quote,
+            reason=reason, content=p.content,
+        )
+
+    units = [passage_units(p.content, n) for p in ps]
+    results: list[AlignmentDecision | None] = [None] * len(ps)
+    pending: list[int] = []
+    for k, (p, u) in enumerate(zip(ps, units)):
+        if not u.total:
+            results[k] = decision(p, "dropped", None, 0.0, 0.0, [], "the passage has no words")
+            continue
+        c = cited(p.url)
+        if c is not None and len(u.segments) == 1:
+            # Fast path: the passage's token sequence occurs as is (modulo case, spacing,
+            # punctuation), so every n-gram matches and overlap is 1.
+            doc = index(c)
+            occ = occurrences(doc, u.segments[0].tstring, limit=1)
+            if occ:
+                seg = u.segments[0]
+                lead, trail = _edge_punctuation(p.content, u)[0]
+                span = _extend(doc.text, doc.span(occ[0], occ[0] + len(seg.tokens)), lead, trail)
+                results[k] = decision(p, "kept", c, 1.0, 1.0, [span], "verbatim in the cited document")
+                continue
+        pending.append(k)
+
+    if pending:
+        counts = _Counts((x for k in pending for x in units[k].units), index)
+        for k in pending:
+            p, u = ps[k], units[k]
+            c = cited(p.url)
+            ov_c = u.overlap(counts(c)) if c is not None else 0.0
+            where = "the cited document" if c is not None else "the cited URL (not retrieved)"
+            if ov_c > threshold:
+                spans = supported_spans(p.content, u, index(c), counts(c), bridge)  # type: ignore[arg-type]
+                results[k] = decision(p, "kept", c, ov_c, ov_c, spans,
+                                      f"overlap {ov_c:.2f} > {threshold} with the cited document")
+                continue
+            best, best_ov = None, threshold
+            if drift == "extended" or ov_c == 0.0:
+                for i in range(len(docs)):
+                    if i == c or (i != by_url.get(docs[i].url)):
+                        continue
+                    ov = u.overlap(counts(i))
+                    if ov > best_ov:
+                        best, best_ov = i, ov
+            if best is not None:
+                spans = supported_spans(p.content, u, index(best), counts(best), bridge)
+                results[k] = decision(
+                    p, "relinked", best, ov_c, best_ov, spans,
+                    f"citation drift: overlap {ov_c:.2f} with {where}, {best_ov:.2f} with {docs[best].url}",
+                )
+            elif ov_c > 0.0:
+                spans = supported_spans(p.content, u, index(c), counts(c), bridge)  # type: ignore[arg-type]
+                results[k] = decision(p, "truncated", c, ov_c, ov_c, spans,
+                                      f"overlap {ov_c:.2f} <= {threshold}: only the supported part kept")
+            else:
+                results[k] = decision(p, "dropped", None, 0.0, 0.0, [],
+                                      f"no retrieved document supports the passage (overlap 0 with {where})")
+
+    out: list[AlignmentDecision] = []
+    for k, r in enumerate(results):
+        assert r is not None
+        if r.action != "dropped" and not r.spans:
+            r = r.model_copy(update={"action": "dropped", "url": r.original_url, "quote": "",
+                                     "reason": "no span of the source could be located"})
+        out.append(r)
+    return out

@@ -1,0 +1,55 @@
+"""Per-document indexes, built once per content and shared across queries and threads."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from evident.alignment.models import content_hash
+from evident.alignment.tokenize import DocumentIndex
+
+
+class IndexCache:
+    """LRU cache of `DocumentIndex` keyed by content hash, bounded by total characters.
+
+    Keyed by content, not URL: the same page fetched twice costs nothing, and an edited page
+    can never be verified against its stale text.
+    """
+
+    def __init__(self, max_chars: int = 64_000_000) -> None:
+        self.max_chars = max_chars
+        self._items: OrderedDict[str, DocumentIndex] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, text: str, key: str | None = None) -> DocumentIndex:
+        key = key or content_hash(text)
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return found
+        index = DocumentIndex(text, key)  # built outside the lock: other threads keep going
+        with self._lock:
+            self.misses += 1
+            if key not in self._items:
+                self._items[key] = index
+                self._chars += len(text)
+                while self._chars > self.max_chars and len(self._items) > 1:
+                    _, old = self._items.popitem(last=False)
+                    self._chars -= len(old.text)
+            return self._items[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._chars = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+DEFAULT_CACHE = IndexCache()

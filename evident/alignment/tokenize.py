@@ -1,0 +1,156 @@
+"""Word tokens with exact character offsets.
+
+A token is a maximal run of word characters (`str.isalnum()` or "_", the same as the regular
+expression `\\w`) in the NFKC, case-folded form of the text. Each token remembers where it
+starts and ends in the *original* text, so any token range maps back to an exact span.
+
+Token sequences are also kept as a "token string": the tokens joined by single spaces, with a
+space at both ends. A token sequence occurs in a document exactly when its token string is a
+substring of the document's token string, which turns matching into plain `str.find`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from evident.alignment.normalize import OffsetMap, normalize_with_map
+
+_WORD = re.compile(r"\w+")
+
+
+def token_string(tokens: list[str] | tuple[str, ...]) -> str:
+    return " " + " ".join(tokens) + " " if tokens else " "
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Tokens of one text: normalised strings plus start/end offsets into the original text."""
+
+    text: str
+    tokens: tuple[str, ...]
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def span(self, first: int, last: int) -> tuple[int, int]:
+        """Original-text span of tokens `first` .. `last - 1`."""
+        return self.starts[first], self.ends[last - 1]
+
+
+def tokenize(text: str) -> Tokens:
+    """Tokenize a (short) text; documents go through `DocumentIndex`, which is vectorised."""
+    norm, omap = normalize_with_map(text)
+    toks: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for m in _WORD.finditer(norm):
+        toks.append(m.group())
+        starts.append(omap.start(m.start()))
+        ends.append(omap.end(m.end()))
+    return Tokens(text, tuple(toks), tuple(starts), tuple(ends))
+
+
+def words(text: str) -> list[str]:
+    """Normalised tokens without offsets."""
+    return _WORD.findall(normalize_with_map(text)[0])
+
+
+@dataclass
+class DocumentIndex:
+    """Everything alignment needs about one document, built once per content.
+
+    The token string is built with vectorised operations (no per-token Python work), because a
+    query may bring twenty documents of 100 KB and the alignment budget is a few milliseconds.
+    Offsets are computed the same way and mapped back to the original text only on demand.
+    """
+
+    text: str
+    content_hash: str
+    norm: str = field(init=False, repr=False)
+    omap: OffsetMap = field(init=False, repr=False)
+    tstring: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.norm, self.omap = normalize_with_map(self.text)
+        starts, ends, self.tstring = _analyse(self.norm)
+        self._starts = starts
+        self._ends = ends
+        if len(starts):
+            import numpy as np
+
+            lens = ends - starts
+            # Position of each token in the token string: 1 + sum of (len + 1) of those before.
+            tpos = np.empty(len(starts), dtype=np.int64)
+            tpos[0] = 1
+            np.cumsum(lens[:-1] + 1, out=tpos[1:])
+            tpos[1:] += 1
+            self._tpos = tpos
+        else:
+            self._tpos = None
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self._starts)
+
+    def token_at(self, tpos: int) -> int:
+        """Index of the token that starts at position `tpos` of the token string."""
+        import numpy as np
+
+        return int(np.searchsorted(self._tpos, tpos))
+
+    def span(self, first: int, last: int) -> tuple[int, int]:
+        """Original-text span of tokens `first` .. `last - 1`."""
+        return self.omap.start(int(self._starts[first])), self.omap.end(int(self._ends[last - 1]))
+
+    @cached_property
+    def tokens(self) -> list[str]:
+        return self.tstring.split()
+
+
+_WORD_TABLE = None
+
+
+def _word_table():  # type: ignore[no-untyped-def]
+    """Boolean table: is code point i (BMP) a word character? Built once, about 5 ms."""
+    global _WORD_TABLE
+    if _WORD_TABLE is None:
+        import numpy as np
+
+        _WORD_TABLE = np.fromiter(
+            (chr(i).isalnum() or i == 95 for i in range(65536)), dtype=bool, count=65536
+        )
+    return _WORD_TABLE
+
+
+def _word_mask(norm: str):  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    cps = np.frombuffer(norm.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    table = _word_table()
+    mask = table[np.minimum(cps, 65535)]
+    astral = np.flatnonzero(cps > 65535)
+    for i in astral:  # rare: emoji, historic scripts, some CJK extensions
+        ch = chr(int(cps[i]))
+        mask[i] = ch.isalnum() or ch == "_"
+    return cps, mask
+
+
+def _analyse(norm: str):  # type: ignore[no-untyped-def]
+    """Token start/end offsets (in `norm`) and the token string, all in vectorised steps."""
+    import numpy as np
+
+    if not norm:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, " "
+    cps, mask = _word_mask(norm)
+    edges = np.diff(np.concatenate(([0], mask.view(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    if not len(starts):
+        return starts, ends, " "
+    spaced = np.where(mask, cps, np.uint32(32)).astype("<u4")
+    text = spaced.tobytes().decode("utf-32-le", "surrogatepass")
+    return starts, ends, " " + " ".join(text.split()) + " "

@@ -1,0 +1,194 @@
+"""Answers as cited sentences: parsing `text [url][url]` lines, rendering them back, checking them.
+
+A "sentence" here is the paper's fact unit (§6.2): the text that precedes a citation group.
+Framework-free, so the verify and postprocess nodes stay thin and this logic is tested alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from evident.alignment import AlignmentDecision, IndexCache, SourceDocument, align, overlap_n, quote_of
+from evident.models import Citation
+
+# A citation is a bracketed absolute URL ("[https://…]", "[file:///…]"); Markdown links such as
+# "[Home](…)" are not citations because their bracket holds no scheme.
+CITATION = re.compile(r"\[\s*([a-zA-Z][a-zA-Z0-9+.-]*:[^\]\s]+)\s*\]")
+BULLET = re.compile(r"^(\s*(?:[-*•]|\d{1,3}[.)])\s+)")
+PREFACE = "The documentation does not explicitly state"
+
+
+@dataclass
+class Unit:
+    text: str
+    urls: list[str] = field(default_factory=list)
+    flagged: bool = False
+
+
+@dataclass
+class Line:
+    prefix: str
+    units: list[Unit]
+
+
+def parse_answer(text: str) -> list[Line]:
+    lines: list[Line] = []
+    for raw in text.splitlines():
+        if not raw.strip():
+            if lines and lines[-1].units:
+                lines.append(Line("", []))  # paragraph break
+            continue
+        m = BULLET.match(raw)
+        prefix = m.group(1).lstrip() if m else ""
+        body = raw[m.end():] if m else raw.strip()
+        units: list[Unit] = []
+        pos = 0
+        current: Unit | None = None
+        for cm in CITATION.finditer(body):
+            between = body[pos:cm.start()]
+            if current is not None and not between.strip():
+                current.urls.append(cm.group(1))
+            else:
+                current = Unit(between.strip(), [cm.group(1)])
+                units.append(current)
+            pos = cm.end()
+        tail = body[pos:].strip()
+        if tail:
+            units.append(Unit(tail))
+        units = [u for u in units if u.text or u.urls]
+        if units:
+            lines.append(Line(prefix, units))
+    while lines and not lines[-1].units:
+        lines.pop()
+    return lines
+
+
+def render_answer(lines: Sequence[Line]) -> str:
+    """Back to text: repeated citation URLs after a sentence removed, one list item per line."""
+    out: list[str] = []
+    for line in lines:
+        if not line.units:
+            if out and out[-1]:
+                out.append("")
+            continue
+        parts: list[str] = []
+        for u in line.units:
+            urls = list(dict.fromkeys(u.urls))
+            cites = "".join(f"[{x}]" for x in urls)
+            flag = " [unsupported]" if u.flagged else ""
+            text = u.text + flag
+            parts.append(f"{text} {cites}".strip() if cites else text)
+        out.append(line.prefix + " ".join(p for p in parts if p))
+    return "\n".join(out).strip()
+
+
+def units_of(lines: Iterable[Line]) -> Iterable[Unit]:
+    for line in lines:
+        yield from line.units
+
+
+def support(text: str, decision: AlignmentDecision, n: int) -> float:
+    """How well a verified passage supports a sentence: overlap_n(sentence, passage quote)."""
+    parts = decision.quote.split(" … ") if decision.quote else []
+    return max((overlap_n(text, q, n) for q in parts), default=0.0)
+
+
+def check_answer(
+    lines: list[Line],
+    verified: Sequence[AlignmentDecision],
+    *,
+    n: int,
+    threshold: float,
+    unsupported: str = "remove",
+) -> tuple[list[Line], list[str]]:
+    """Keep only citations to verified passages that support their sentence (DESIGN §2 verify).
+
+    A citation to a URL with no verified passage is dropped; a sentence left without support is
+    repaired to the verified passage that supports it best, else removed (or flagged).
+    Returns the checked lines and the sentences that were removed or flagged.
+    """
+    by_url: dict[str, list[AlignmentDecision]] = {}
+    for d in verified:
+        by_url.setdefault(d.url, []).append(d)
+    touched: list[str] = []
+    for line in lines:
+        kept: list[Unit] = []
+        for u in line.units:
+            if not u.text:
+                continue
+            if not u.urls and u.text.startswith(PREFACE):
+                kept.append(u)
+                continue
+            scores = {
+                url: max(support(u.text, d, n) for d in by_url[url]) for url in u.urls if url in by_url
+            }
+            good = [url for url, s in scores.items() if s > threshold]
+            if not good:
+                best = max(
+                    ((support(u.text, d, n), i, d.url) for i, d in enumerate(verified)),
+                    key=lambda t: (t[0], -t[1]),
+                    default=(0.0, 0, ""),
+                )
+                if best[0] > threshold:
+                    good = [best[2]]
+            if good:
+                u.urls = good
+                kept.append(u)
+            else:
+                touched.append(u.text)
+                if unsupported == "flag":
+                    u.urls = [url for url in u.urls if url in by_url]
+                    u.flagged = True
+                    kept.append(u)
+        line.units = kept
+    return [ln for ln in lines if ln.units or not ln.prefix], touched  # blank = paragraph break
+
+
+def resolve_citation(
+    sentence: str,
+    url: str,
+    verified: Sequence[AlignmentDecision],
+    documents: Sequence[SourceDocument],
+    *,
+    n: int,
+    threshold: float,
+) -> Citation:
+    """The passages of `url` that support `sentence`, and the exact spans of the sentence in them."""
+    doc = next((d for d in documents if d.url == url), None)
+    mine = [d for d in verified if d.url == url]
+    scored = sorted(((support(sentence, d, n), i, d) for i, d in enumerate(mine)), key=lambda t: (-t[0], t[1]))
+    supporting = [d for s, _, d in scored if s > threshold] or [d for _, _, d in scored[:1]]
+    spans: list[tuple[int, int]] = []
+    if doc is not None and supporting:
+        cache = IndexCache(max_chars=1_000_000)
+        best_ov = -1.0
+        for start, end in supporting[0].spans:
+            region = doc.content[start:end]
+            found = align(
+                [{"passage_id": "s", "url": url, "content": sentence}],
+                [{"url": url, "content": region}],
+                n=n, threshold=threshold, cache=cache,
+            )[0]
+            if found.action != "dropped" and found.final_overlap > best_ov:
+                best_ov = found.final_overlap
+                spans = [(start + a, start + b) for a, b in found.spans]
+        if not spans:
+            spans = list(supporting[0].spans)
+    quote = quote_of(doc.content, spans) if doc is not None else ""
+    return Citation(sentence=sentence, url=url, passage_ids=[d.passage_id for d in supporting],
+                    spans=spans, quote=quote)
+
+
+def apply_glossary(lines: Sequence[Line], glossary: dict[str, str]) -> None:
+    """Standardise company terms in the answer text (never inside quotes or URLs)."""
+    if not glossary:
+        return
+    pattern = re.compile(
+        r"(?<!\w)(" + "|".join(re.escape(k) for k in sorted(glossary, key=len, reverse=True)) + r")(?!\w)",
+        re.IGNORECASE,
+    )
+    lookup = {k.casefold(): v for k, v in glossary.items()}
+    for u in units_of(lines):
+        u.text = pattern.sub(lambda m: lookup.get(m.group(0).casefold(), m.group(0)), u.text)

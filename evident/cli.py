@@ -1,0 +1,93 @@
+"""The `evident` command line.
+
+Commands import their implementation lazily: `evident verify` must start fast and must not pull
+in LangChain or LangGraph, and every command must turn bad input into one clear line and a
+non-zero exit code rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(
+    name="evident",
+    help="EvidenT: answers from your documents, every sentence cited to an exact source span.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+
+
+@app.command()
+def verify(
+    docs: Annotated[Path, typer.Option("--docs", help="JSONL of documents: {url, content|text}.")],
+    passages: Annotated[
+        Path, typer.Option("--passages", help="JSONL of passages: {passage_id, url, content}.")
+    ],
+    n: Annotated[int, typer.Option("--n", help="n-gram size.")] = 5,
+    threshold: Annotated[float, typer.Option("--threshold", help="Overlap threshold in [0, 1].")] = 0.7,
+    drift: Annotated[
+        str, typer.Option("--drift", help="'extended' (default) or 'paper' (search only at overlap 0).")
+    ] = "extended",
+    json_out: JsonFlag = False,
+) -> None:
+    """Check passages against documents: one keep/truncate/relink/drop decision per passage."""
+    from evident.commands.verify import run
+
+    raise typer.Exit(run(docs, passages, n=n, threshold=threshold, drift=drift, json_out=json_out))
+
+
+@app.command()
+def index(
+    sources: Annotated[list[Path], typer.Argument(help="Corpus folders or JSONL files.")],
+    index_path: Annotated[
+        Optional[Path], typer.Option("--index", help="Index file (default: one per set of sources).")
+    ] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Build or refresh the embedded search index (only changed files are re-read)."""
+    from evident.commands.index import run
+
+    raise typer.Exit(run(sources, index_path, json_out))
+
+
+@app.command()
+def ask(
+    question: Annotated[Optional[str], typer.Argument(help="The question.")] = None,
+    corpus: Annotated[
+        Optional[list[Path]], typer.Option("--corpus", help="Corpus folder or JSONL (repeatable).")
+    ] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", help="evident.toml settings file.")] = None,
+    index_path: Annotated[Optional[Path], typer.Option("--index", help="Index file to use.")] = None,
+    batch: Annotated[
+        Optional[Path], typer.Option("--batch", help="JSONL of {id, query}: one JSON line out per line in.")
+    ] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Answer a question: every sentence cited, every citation resolved to its source span."""
+    from evident.commands.ask import run
+
+    raise typer.Exit(
+        run(question, corpus=corpus, config=config, index=index_path, batch=batch, json_out=json_out)
+    )
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        print("evident: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:  # a bug of ours must still not print a traceback at the user
+        print(f"evident: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""`evident ask`: answer one question, or a JSONL batch, from the configured documents."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from evident.commands.common import fail, print_json, warn
+
+ERROR_EXIT = 2
+
+
+def result_json(state: dict[str, Any], query: str, qid: Any = None) -> dict[str, Any]:
+    """The `ask --json` shape of DESIGN §4, from a final graph state."""
+
+    def dump(items: Any) -> list[Any]:
+        return [i.model_dump(mode="json") if hasattr(i, "model_dump") else i for i in items or []]
+
+    out: dict[str, Any] = {} if qid is None else {"id": qid}
+    out.update(
+        query=query,
+        status=state.get("status", "error"),
+        answer=state.get("answer", ""),
+        citations=dump(state.get("citations")),
+        retrieved=dump(state.get("retrieved")),
+        passages=dump(state.get("passages")),
+        alignment=dump(state.get("alignment")),
+        source_errors=dump(state.get("source_errors")),
+        model_errors=dump(state.get("model_errors")),
+        timings_ms=state.get("timings_ms", {}),
+    )
+    if state.get("error"):
+        out["error"] = state["error"]
+    return out
+
+
+def error_json(query: Any, message: str, qid: Any = None, line: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {} if qid is None else {"id": qid}
+    if line is not None:
+        out["line"] = line
+    out.update(query=query if isinstance(query, str) else None, status="error", answer="",
+               citations=[], retrieved=[], passages=[], alignment=[], source_errors=[],
+               model_errors=[], timings_ms={}, error=message)
+    return out
+
+
+def _context(corpus: list[Path] | None, config: Path | None, index: Path | None) -> Any:
+    from evident.context import ConfigError, EvidentContext
+
+    for path in corpus or []:
+        if not path.exists():
+            fail("ask", f"{path}: corpus path does not exist")
+    try:
+        return EvidentContext.from_env(
+            config, corpus=[str(p) for p in corpus] if corpus else None,
+            index_path=str(index) if index else None,
+        )
+    except ConfigError as exc:
+        fail("ask", str(exc))
+
+
+def _invoke(graph: Any, ctx: Any, query: str) -> dict[str, Any]:
+    try:
+        return dict(graph.invoke({"query": query}, context=ctx))
+    except Exception as exc:  # one failing query must not take the batch (or a traceback) with it
+        return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _print_human(res: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = Console(highlight=False, soft_wrap=True)
+    out.print(f"[bold]Q:[/] {escape(res['query'])}")
+    out.print(f"[bold]Status:[/] {res['status']}")
+    for e in res["source_errors"] + res["model_errors"]:
+        out.print(f"[yellow]warning:[/] {escape(e['source'])}: {escape(e['message'])}")
+    out.print()
+    out.print(escape(res["answer"]))
+    if res["citations"]:
+        out.print()
+        table = Table(title="Citations", show_lines=True, expand=False)
+        for col in ("#", "url", "spans", "source text"):
+            table.add_column(col, overflow="fold")
+        for i, c in enumerate(res["citations"], 1):
+            spans = ", ".join(f"[{s}:{e}]" for s, e in c["spans"])
+            table.add_row(str(i), escape(c["url"]), escape(spans), escape(c["quote"]))
+        out.print(table)
+    times = res.get("timings_ms") or {}
+    if times:
+        out.print(f"[dim]{' · '.join(f'{k} {v:.0f} ms' for k, v in times.items())}[/]")
+
+
+def run(
+    question: str | None,
+    *,
+    corpus: list[Path] | None,
+    config: Path | None,
+    index: Path | None,
+    batch: Path | None,
+    json_out: bool,
+) -> int:
+    logging.basicConfig(level=logging.WARNING, format="evident: warning: %(message)s")
+    if batch is not None and question is not None:
+        fail("ask", "give either a QUESTION or --batch FILE, not both")
+    if batch is None and question is None:
+        fail("ask", 'missing QUESTION (evident ask "How do I …?") or --batch FILE')
+    if batch is not None and not batch.is_file():
+        fail("ask", f"{batch}: no such file")
+    ctx = _context(corpus, config, index)
+    from evident.graph import graph
+
+    if batch is None:
+        assert question is not None
+        res = result_json(_invoke(graph, ctx, question), question)
+        if json_out:
+            print_json(res)
+        elif res["status"] == "error":
+            fail("ask", res.get("error", "the query failed"))
+        else:
+            _print_human(res)
+        return ERROR_EXIT if res["status"] == "error" else 0
+    return _run_batch(graph, ctx, batch, json_out)
+
+
+def _read_batch(batch: Path) -> list[tuple[int, Any, Any, str | None]]:
+    """(line number, id, query, problem) for every non-blank line."""
+    try:
+        raw = batch.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        fail("ask", f"{batch}: cannot read: {exc}")
+    items: list[tuple[int, Any, Any, str | None]] = []
+    for no, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            items.append((no, None, None, f"{batch}:{no}: invalid JSON ({exc.msg})"))
+            continue
+        if not isinstance(obj, dict):
+            items.append((no, None, None, f"{batch}:{no}: expected a JSON object with id and query"))
+        elif not isinstance(obj.get("query"), str):
+            items.append((no, obj.get("id"), None, f'{batch}:{no}: missing string field "query"'))
+        else:
+            items.append((no, obj.get("id", no), obj["query"], None))
+    if not items:
+        fail("ask", f"{batch}: no queries (the file is empty)")
+    return items
+
+
+def _run_batch(graph: Any, ctx: Any, batch: Path, json_out: bool) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    items = _read_batch(batch)
+    failures = 0
+    err = Console(stderr=True)
+    with Progress(TextColumn("[bold]answering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=False) as bar:
+        task = bar.add_task("batch", total=len(items))
+        for no, qid, query, problem in items:
+            if problem is not None:
+                res = error_json(query, problem, qid, line=no)
+                warn("ask", problem)
+            else:
+                res = result_json(_invoke(graph, ctx, query), query, qid)
+            failures += res["status"] == "error"
+            if json_out:
+                print_json(res)
+            else:
+                bar.console.print(f"{qid} {res['status']}: {res['answer'] or res.get('error', '')}",
+                                  markup=False, highlight=False)
+            bar.advance(task)
+    if failures:
+        warn("ask", f"{failures} of {len(items)} queries failed")
+    return 1 if failures else 0

@@ -1,0 +1,85 @@
+"""Query-term vocabulary shared by lexical retrieval and the offline extractor."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Deliberately small: question words and function words carry no evidence, but domain words
+# such as "limit" or "policy" must survive.
+STOPWORDS: frozenset[str] = frozenset(
+    """a about above after again all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has
+    have having he her here hers him his how i if in into is it its itself just me more most my no
+    nor not of off on once only or other our ours out over own same she should so some such than
+    that the their theirs them then there these they this those through to too under until up very
+    was we were what when where which while who whom why will with would you your yours
+    tell please know need want get got much many us let""".split()
+)
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    """NFKC, case-folded word tokens (no offsets; see evident.alignment.tokenize for those)."""
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def content_terms(text: str) -> list[str]:
+    """Distinct query terms worth searching for, in first-seen order."""
+    seen: dict[str, None] = {}
+    for w in words(text):
+        if w not in STOPWORDS and (len(w) > 1 or w.isdigit()):
+            seen.setdefault(w, None)
+    return list(seen)
+
+
+# Words people put in questions that rarely appear in the answering sentence; they still count,
+# but lightly, so that a paraphrase-only word does not make a real question look unanswerable.
+FILLER: frozenset[str] = frozenset(
+    """able possible exactly currently actually really also still anything something anyone
+    someone everything explain describe happens happen mean means way ways thing things kind
+    sort go going like new okay ok""".split()
+)
+
+_DOUBLE_EXEMPT = frozenset("s")
+
+
+def stem(word: str) -> str:
+    """Light suffix stripping so that inflections meet: limits/limit, submitted/submit, uses/used/use.
+
+    Not a linguistic stemmer: it only has to map a word and its common inflections to the same key,
+    and it leaves short, non-alphabetic or unknown shapes alone rather than guess.
+    """
+    w = word
+    if len(w) <= 3 or not w.isalpha():
+        return w
+    # US and UK spellings meet: itemized/itemised, organization/organisation.
+    if "iz" in w and w.endswith(("ize", "izes", "ized", "izing", "ization", "izations")):
+        w = w[: w.rindex("iz")] + "is" + w[w.rindex("iz") + 2 :]
+    if w.endswith(("ies", "ied")) and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith(("ss", "us", "is")):
+        pass
+    elif w.endswith("ing") and len(w) - 3 >= 3:
+        w = w[:-3]
+    elif w.endswith("ed") and len(w) - 2 >= 3:
+        w = w[:-2]
+    elif w.endswith("es") and w[:-2].endswith(("s", "x", "z", "ch", "sh")):
+        w = w[:-2]
+    elif w.endswith("s"):
+        w = w[:-1]
+    # submitt -> submit, bill -> bil (applied to every word, so bill/billed/billing agree).
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiou" and w[-1] not in _DOUBLE_EXEMPT:
+        w = w[:-1]
+    # use/used/using and rate/rated all end on the same key once a final e is dropped.
+    if len(w) > 3 and w.endswith("e") and not w.endswith("ee"):
+        w = w[:-1]
+    return w
+
+
+def term_weight(term: str) -> float:
+    """Prior weight of a query term before any corpus statistics (filler words count less)."""
+    return 0.3 if term in FILLER else 1.0

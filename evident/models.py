@@ -1,0 +1,49 @@
+"""Models that cross node and API boundaries (besides the alignment ones they re-export)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from evident.alignment.models import AlignmentDecision, Passage, SourceDocument
+
+Status = Literal["answered", "insufficient", "degraded", "error"]
+INSUFFICIENT_ANSWER = "Not sufficient information to answer."
+
+
+class Principal(BaseModel):
+    """Who is asking: used to filter documents by their ACL before anything else sees them."""
+
+    user: str = ""
+    groups: list[str] = Field(default_factory=list)
+
+
+class SourceError(BaseModel):
+    """A source (or model step) that failed or timed out; the query goes on without it."""
+
+    source: str
+    kind: Literal["timeout", "error", "config", "model"] = "error"
+    message: str
+
+
+class RetrievedRef(BaseModel):
+    url: str
+    title: str = ""
+    source: str = ""
+
+
+class Citation(BaseModel):
+    """One answer sentence tied to one cited document and the exact spans that support it."""
+
+    sentence: str
+    url: str
+    passage_ids: list[str] = Field(default_factory=list)
+    spans: list[tuple[int, int]] = Field(default_factory=list)
+    quote: str = ""
+
+
+__all__ = [
+    "INSUFFICIENT_ANSWER", "AlignmentDecision", "Citation", "Passage", "Principal", "RetrievedRef",
+    "SourceDocument", "SourceError", "Status",
+]

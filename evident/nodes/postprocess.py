@@ -1,0 +1,44 @@
+"""postprocess (paper §3.5): final formatting, glossary, and the resolved `citations` list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evident.answer import apply_glossary, parse_answer, render_answer, resolve_citation, units_of
+from evident.models import INSUFFICIENT_ANSWER
+from evident.nodes.common import settings, timed
+from evident.state import EvidentState
+
+
+def postprocess(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
+    ctx = settings(runtime)
+    update: dict[str, Any] = {}
+    with timed("postprocess", update):
+        if state.get("status") == "error":
+            update.update(answer="", citations=[])
+            return update
+        lines = parse_answer(state.get("draft") or "")
+        cited = [u for u in units_of(lines) if u.urls]
+        if not cited:
+            # Nothing verifiable survived (or there was nothing to say): never show uncited text.
+            answer, citations = INSUFFICIENT_ANSWER, []
+        else:
+            pairs = [(u, url) for u in cited for url in dict.fromkeys(u.urls)]
+            citations = [
+                resolve_citation(u.text, url, state.get("verified") or [], state.get("documents") or [],
+                                 n=ctx.ngram_n, threshold=ctx.threshold)
+                for u, url in pairs
+            ]
+            # Spans were located with the source's wording; the glossary only restyles the answer.
+            apply_glossary(lines, ctx.glossary)
+            for (u, _), citation in zip(pairs, citations):
+                citation.sentence = u.text
+            answer = render_answer(lines)
+        degraded = bool(state.get("source_errors") or state.get("model_errors"))
+        if answer == INSUFFICIENT_ANSWER:
+            status = "degraded" if degraded else "insufficient"
+        else:
+            status = "degraded" if degraded else "answered"
+        update.update(answer=answer, citations=citations, status=status)
+    return update
+

@@ -1,0 +1,277 @@
+"""Deterministic lexical passage extractor: the offline stand-in for the LLM extraction call.
+
+It picks short windows of consecutive sentence units that share weighted query terms, and quotes each
+window verbatim (`document.content[start:end]`), so that alignment keeps every passage as-is. Pure
+Python, no framework imports.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from evident.alignment.models import Passage, SourceDocument
+from evident.offline.sentences import Kind, is_noise, split_units
+from evident.offline.terms import content_keys, pairs, query_terms, unit_terms
+
+__all__ = ["extract_passages"]
+
+# A window is the best unit plus what continues it; beyond this it stops being a quote and becomes a page.
+MAX_WINDOW = 3
+# A label ("Refunds are not available for:") is only useful with the list it introduces.
+MAX_LABELLED_WINDOW = 5
+# A table row further than this below its header is quoted without it (the window would be the table).
+MAX_HEADER_GAP = 3
+# A query term is "good" (specific enough to anchor an answer) when its IDF reaches this share of the
+# IDF of a term seen in a single sentence.
+GOOD_IDF_RATIO = 0.45
+BIGRAM_BONUS = 0.25
+# Windows after the first need less coverage (multi-part questions) but must stay near the best one.
+SECONDARY_COVERAGE_RATIO = 0.5
+SECONDARY_SCORE_RATIO = 0.3
+# Sentences repeated across retrieved pages are footers and banners, not evidence.
+REPEATED_IN_2 = 0.8
+REPEATED_IN_3 = 0.2
+LONG_UNIT_WORDS = 40
+# Sentences opening with these lean on the previous one, so they belong in its window.
+_CONTINUATIONS = frozenset(
+    """it its this these that those they them such however otherwise then also instead additionally
+    note alternatively therefore thus here""".split()
+)
+
+
+_BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+@dataclass(frozen=True)
+class _Unit:
+    doc: int
+    idx: int
+    start: int
+    end: int
+    kind: Kind
+    noise: bool
+    label: bool
+    terms: frozenset[str]
+    pairs: frozenset[tuple[str, str]]
+    key: tuple[str, ...]
+    first_word: str
+    new_paragraph: bool
+
+
+@dataclass
+class _Window:
+    doc: int
+    first: int
+    last: int
+    score: float
+    coverage: float
+    good: bool
+
+
+def _units(doc_index: int, text: str) -> list[_Unit]:
+    out: list[_Unit] = []
+    prev_end = 0
+    for idx, (s, e, kind) in enumerate(split_units(text)):
+        gap = text[prev_end:s]
+        prev_end = e
+        body = text[s:e]
+        seq = unit_terms(body)
+        keys = content_keys(body)
+        out.append(
+            _Unit(
+                doc=doc_index,
+                idx=idx,
+                start=s,
+                end=e,
+                kind=kind,
+                noise=is_noise(body),
+                label=kind == "heading" or body.rstrip("*_ ").endswith(":"),
+                terms=frozenset(seq),
+                pairs=frozenset(pairs(seq)),
+                key=keys,
+                first_word=keys[0] if keys else "",
+                new_paragraph=idx > 0 and len(_BREAK.findall(gap)) >= 2,
+            )
+        )
+    return out
+
+
+class _Scorer:
+    """Query-term weights from IDF over the retrieved sentences, and the scores built on them."""
+
+    def __init__(self, query: str, units: list[list[_Unit]], n_docs: int) -> None:
+        live = [u for doc in units for u in doc if not u.noise]
+        n = len(live)
+        df: dict[str, int] = {}
+        for u in live:
+            for t in u.terms:
+                df[t] = df.get(t, 0) + 1
+        terms = query_terms(query)
+        # Unseen terms get the IDF of a term seen once: a paraphrase is likely, not proof of absence.
+        self.top_idf = math.log(1 + (n - 1 + 0.5) / 1.5) if n else 1.0
+        self.weights: dict[str, float] = {}
+        self.idf: dict[str, float] = {}
+        for t, prior in terms:
+            d = max(1, df.get(t, 0))
+            self.idf[t] = math.log(1 + (n - d + 0.5) / (d + 0.5)) if n else 1.0
+            self.weights[t] = self.idf[t] * prior
+        self.total = sum(self.weights.values())
+        self.pairs = frozenset(pairs([t for t, _ in terms]))
+        self.n_docs = n_docs
+        seen_in: dict[tuple[str, ...], set[int]] = {}
+        for u in live:
+            if u.key:
+                seen_in.setdefault(u.key, set()).add(u.doc)
+        self.repeats = {k: len(v) for k, v in seen_in.items() if len(v) > 1}
+
+    def matched(self, terms: frozenset[str]) -> float:
+        return sum(w for t, w in self.weights.items() if t in terms)
+
+    def raw(self, terms: frozenset[str], unit_pairs: frozenset[tuple[str, str]]) -> float:
+        bonus = sum(BIGRAM_BONUS * (self.weights[a] + self.weights[b]) for a, b in self.pairs & unit_pairs)
+        return self.matched(terms) + bonus
+
+    def factor(self, unit: _Unit, n_words: int) -> float:
+        """Multipliers that do not depend on the query terms: rank, repetition, length."""
+        f = 1.0 + 0.1 / (1 + unit.doc)
+        copies = self.repeats.get(unit.key, 1)
+        if copies >= 3:
+            f *= REPEATED_IN_3
+        elif copies == 2:
+            f *= REPEATED_IN_2
+        if n_words > LONG_UNIT_WORDS:
+            f /= 1 + (n_words - LONG_UNIT_WORDS) / (2 * LONG_UNIT_WORDS)
+        return f
+
+    def good(self, terms: frozenset[str]) -> bool:
+        return any(t in terms and self.idf[t] >= GOOD_IDF_RATIO * self.top_idf for t in self.weights)
+
+
+def _grow(
+    units: list[_Unit], anchor: int, used: set[int], relevant: set[int]
+) -> tuple[int, int]:
+    """Extend the anchor unit to a window of consecutive units that continue it."""
+    a = units[anchor]
+    first = last = anchor
+    count = 1
+    cap = MAX_WINDOW
+    # An item reads as an answer only with the label that introduces it, a table row with its header.
+    if a.kind == "item" and anchor > 0 and (anchor - 1) not in used:
+        prev = units[anchor - 1]
+        if prev.label and prev.kind != "heading":
+            first = anchor - 1
+            count += 1
+            cap = MAX_LABELLED_WINDOW
+    elif a.kind == "row":
+        head = anchor
+        while head > 0 and units[head - 1].kind == "row":
+            head -= 1
+        between = range(head, anchor)
+        if 0 < anchor - head <= MAX_HEADER_GAP and not any(k in used for k in between):
+            first = head
+            count += sum(1 for k in between if not units[k].noise)
+            cap = MAX_LABELLED_WINDOW
+    if a.label:
+        cap = MAX_LABELLED_WINDOW
+    j = last + 1
+    while count < cap and j < len(units):
+        # Separators and fences (noise) ride along only when a real unit after them joins the window.
+        k = j
+        while k < len(units) and units[k].noise and k - j < 2 and k not in used:
+            k += 1
+        if k >= len(units) or k in used or units[k].noise or any(x in used for x in range(j, k)):
+            break
+        nxt = units[k]
+        tail = units[last]
+        # A new section or paragraph is a new thought: it gets its own window unless a label leads into it.
+        if nxt.kind == "heading" or (not tail.label and any(units[x].new_paragraph for x in range(j, k + 1))):
+            break
+        continues = (
+            k in relevant
+            or tail.label
+            or (nxt.kind == tail.kind and nxt.kind in ("item", "row") and units[first].label)
+            or (nxt.kind == "prose" and nxt.first_word in _CONTINUATIONS)
+        )
+        if not continues:
+            break
+        last = k
+        count += 1
+        j = k + 1
+    return first, last
+
+
+def extract_passages(
+    query: str,
+    documents: Sequence[SourceDocument],
+    *,
+    max_passages: int = 6,
+    max_per_document: int = 3,
+    min_coverage: float = 0.3,
+) -> list[Passage]:
+    """Verbatim sentence windows from `documents` (in retrieval rank order) relevant to `query`.
+
+    Returns [] when no window covers at least `min_coverage` of the query's IDF-weighted terms
+    including one specific (high-IDF) term: the caller then answers "not sufficient information".
+    """
+    if max_passages <= 0 or not documents:
+        return []
+    units = [_units(i, d.content) for i, d in enumerate(documents)]
+    scorer = _Scorer(query, units, len(documents))
+    if scorer.total <= 0:
+        return []
+
+    scores: dict[tuple[int, int], float] = {}
+    for doc in units:
+        for u in doc:
+            if u.noise:
+                continue
+            raw = scorer.raw(u.terms, u.pairs)
+            if raw > 0:
+                scores[(u.doc, u.idx)] = raw * scorer.factor(u, len(u.key))
+    order = sorted(scores, key=lambda k: (-scores[k], k[0], k[1]))
+
+    used: list[set[int]] = [set() for _ in documents]
+    relevant: list[set[int]] = [set() for _ in documents]
+    for d, i in scores:
+        relevant[d].add(i)
+    windows: list[_Window] = []
+    for d, i in order:
+        if i in used[d]:
+            continue
+        first, last = _grow(units[d], i, used[d], relevant[d])
+        span = units[d][first : last + 1]
+        used[d].update(range(first, last + 1))
+        terms = frozenset().union(*(u.terms for u in span if not u.noise))
+        unit_pairs = frozenset().union(*(u.pairs for u in span if not u.noise))
+        n_words = sum(len(u.key) for u in span)
+        score = scorer.raw(terms, unit_pairs) * scorer.factor(units[d][i], n_words)
+        windows.append(
+            _Window(d, first, last, score, scorer.matched(terms) / scorer.total, scorer.good(terms))
+        )
+
+    windows.sort(key=lambda w: (-w.score, w.doc, w.first))
+    if not windows:
+        return []
+    best = next((w for w in windows if w.good and w.coverage >= min_coverage), None)
+    if best is None:
+        return []
+
+    passages: list[Passage] = []
+    per_doc: dict[int, int] = {}
+    for w in windows:
+        if len(passages) >= max_passages:
+            break
+        if w is not best and (
+            w.coverage < min_coverage * SECONDARY_COVERAGE_RATIO or w.score < SECONDARY_SCORE_RATIO * best.score
+        ):
+            continue
+        if per_doc.get(w.doc, 0) >= max_per_document:
+            continue
+        per_doc[w.doc] = per_doc.get(w.doc, 0) + 1
+        doc = documents[w.doc]
+        start, end = units[w.doc][w.first].start, units[w.doc][w.last].end
+        passages.append(Passage(passage_id=f"p{len(passages) + 1}", url=doc.url, content=doc.content[start:end]))
+    return passages

@@ -1,0 +1,86 @@
+"""Matching keys shared by the offline extractor and composer (query side and sentence side alike)."""
+
+from __future__ import annotations
+
+import re
+
+from evident.lexicon import STOPWORDS, stem, term_weight, words
+
+__all__ = ["unit_terms", "pairs", "content_keys", "query_terms", "query_weights", "coverage"]
+
+_HIRAGANA = re.compile(r"[\u3040-\u309f]")
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def _cjk_keys(run: str) -> list[str]:
+    # CJK has no spaces, so a \w+ "word" is a whole clause; overlapping character pairs let a query
+    # term match inside it. Pairs touching hiragana are mostly particles and inflections: dropped
+    # when the run has content pairs without it.
+    if len(run) == 1:
+        return [run]
+    grams = [run[i : i + 2] for i in range(len(run) - 1)]
+    content = [g for g in grams if not _HIRAGANA.search(g)]
+    return content or grams
+
+
+def _keys(word: str) -> list[str]:
+    if _CJK_RUN.search(word):
+        out: list[str] = []
+        pos = 0
+        for m in _CJK_RUN.finditer(word):
+            out.extend(k for part in (word[pos : m.start()],) if part for k in _keys(part))
+            out.extend(_cjk_keys(m.group()))
+            pos = m.end()
+        if word[pos:]:
+            out.extend(_keys(word[pos:]))
+        return out
+    if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
+        return []
+    return [stem(word)]
+
+
+def unit_terms(text: str) -> list[str]:
+    """Stemmed content terms of `text` in order, stopwords removed (adjacency after removal counts)."""
+    out: list[str] = []
+    for w in words(text):
+        out.extend(_keys(w))
+    return out
+
+
+def pairs(seq: list[str]) -> list[tuple[str, str]]:
+    return list(zip(seq, seq[1:]))
+
+
+def content_keys(text: str) -> tuple[str, ...]:
+    """All case-folded words: the identity of a sentence across documents, whatever its markup."""
+    return tuple(words(text))
+
+
+# "How long/many/often ..." asks for a quantity; the word names the question, rarely the answer.
+_HOW_QUANTITY = frozenset("long many much often soon far".split())
+
+
+def query_terms(query: str) -> list[tuple[str, float]]:
+    """The query's matching keys in order, each with a corpus-free prior weight."""
+    out: dict[str, float] = {}
+    prev = ""
+    for w in words(query):
+        prior = 0.3 if prev == "how" and w in _HOW_QUANTITY else term_weight(w)
+        prev = w
+        for key in _keys(w):
+            out[key] = max(out.get(key, 0.0), prior) if key in out else prior
+    return list(out.items())
+
+
+def query_weights(query: str) -> dict[str, float]:
+    """Corpus-free weights of the query's terms (filler words count less)."""
+    return dict(query_terms(query))
+
+
+def coverage(weights: dict[str, float], text: str) -> float:
+    """Share of the query's term weight that `text` contains."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    present = set(unit_terms(text))
+    return sum(w for t, w in weights.items() if t in present) / total

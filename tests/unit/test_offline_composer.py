@@ -1,0 +1,230 @@
+"""Offline extractive composer: cited verbatim sentences, merged duplicates, bullets, weak-evidence preface."""
+
+from __future__ import annotations
+
+import re
+
+from evident.alignment.models import AlignmentDecision
+from evident.offline.composer import PREFACE_LEAD, PREFACE_TAIL, answer_coverage, compose_answer, preface
+
+BILLING = "https://help.acme.example/billing"
+POLICY = "https://policies.acme.example/refunds"
+LIMITS = "https://help.acme.example/limits"
+
+_CITES = re.compile(r"((?:\[[^\[\]\s]+\])+)")
+
+
+def decision(pid: str, url: str, quote: str, action: str = "kept") -> AlignmentDecision:
+    return AlignmentDecision(
+        passage_id=pid,
+        action=action,  # type: ignore[arg-type]
+        url=url,
+        original_url=url,
+        overlap=1.0 if action != "dropped" else 0.0,
+        final_overlap=1.0 if action != "dropped" else 0.0,
+        spans=[(0, len(quote))] if action != "dropped" else [],
+        quote=quote if action != "dropped" else "",
+        content=quote,
+    )
+
+
+def norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def cited_sentences(answer: str) -> list[tuple[str, list[str]]]:
+    """(sentence, urls) pairs; fails if any text is left without a citation after it."""
+    body = answer
+    if body.startswith(PREFACE_LEAD):
+        head, _, body = body.partition(PREFACE_TAIL)
+        assert head
+    pieces = _CITES.split(body)
+    assert not pieces[-1].strip(), f"uncited text at the end: {pieces[-1]!r}"
+    out = []
+    for text, cites in zip(pieces[0::2], pieces[1::2]):
+        sentence = text.strip()
+        if sentence.startswith("- "):
+            sentence = sentence[2:]
+        assert sentence, "a citation with no sentence before it"
+        out.append((sentence, re.findall(r"\[([^\[\]]+)\]", cites)))
+    return out
+
+
+def assert_grounded(answer: str, decisions: list[AlignmentDecision]) -> list[tuple[str, list[str]]]:
+    pairs = cited_sentences(answer)
+    for sentence, urls in pairs:
+        for url in urls:
+            quotes = [norm(d.quote) for d in decisions if d.url == url and d.action != "dropped"]
+            assert any(norm(sentence) in q for q in quotes), (sentence, url)
+    return pairs
+
+
+REFUND = (
+    "Annual plans can be refunded within 30 days of purchase. Monthly plans are not refunded, but you can "
+    "cancel at any time and keep access until the end of the period."
+)
+
+
+def test_every_sentence_is_cited_and_verbatim() -> None:
+    decisions = [
+        decision("p1", BILLING, REFUND),
+        decision("p2", BILLING, "Refund requests for annual plans are submitted by a workspace owner\nthrough the portal."),
+    ]
+    answer = compose_answer("How many days do I have to get a refund on an annual plan?", decisions)
+    assert not answer.startswith(PREFACE_LEAD)
+    pairs = assert_grounded(answer, decisions)
+    assert [s for s, _ in pairs] == [
+        "Annual plans can be refunded within 30 days of purchase.",
+        "Monthly plans are not refunded, but you can cancel at any time and keep access until the end of the period.",
+        "Refund requests for annual plans are submitted by a workspace owner through the portal.",
+    ]
+    assert all(urls == [BILLING] for _, urls in pairs)
+    assert answer.startswith(f"Annual plans can be refunded within 30 days of purchase. [{BILLING}] Monthly")
+
+
+def test_duplicate_sentence_from_two_documents_is_merged() -> None:
+    decisions = [
+        decision("p1", BILLING, REFUND),
+        decision("p2", POLICY, "Annual plans can be refunded within 30 days of purchase.\r\nAsk billing for exceptions."),
+    ]
+    answer = compose_answer("Can annual plans be refunded?", decisions)
+    pairs = assert_grounded(answer, decisions)
+    sentences = [s for s, _ in pairs]
+    assert sentences.count("Annual plans can be refunded within 30 days of purchase.") == 1
+    assert f"Annual plans can be refunded within 30 days of purchase. [{BILLING}][{POLICY}]" in answer
+
+
+def test_list_items_stay_bullets() -> None:
+    quote = (
+        "Refunds are not available for:\n"
+        "- Add-ons bought through a reseller (i.e. not via Acme directly).\n"
+        "- Usage overages that were already invoiced.\n"
+        "* Domains registered through Acme."
+    )
+    decisions = [decision("p1", BILLING, quote)]
+    answer = compose_answer("What is not available for a refund?", decisions)
+    assert_grounded(answer, decisions)
+    lines = answer.splitlines()
+    assert lines[0] == f"Refunds are not available for: [{BILLING}]"
+    assert f"- Add-ons bought through a reseller (i.e. not via Acme directly). [{BILLING}]" in lines
+    assert f"- Usage overages that were already invoiced. [{BILLING}]" in lines
+    assert f"- Domains registered through Acme. [{BILLING}]" in lines
+
+
+def test_weak_evidence_gets_the_preface_and_bullets() -> None:
+    decisions = [
+        decision("p1", LIMITS, "Throttled requests receive HTTP 429 with a Retry-After header."),
+        decision("p2", LIMITS, "Clients that are throttled should schedule a retry after the Retry-After delay."),
+    ]
+    query = "Can I schedule automatic retries every 5 minutes for throttled webhook deliveries?"
+    assert answer_coverage(query, " ".join(d.quote for d in decisions)) < 0.5
+    answer = compose_answer(query, decisions)
+    first, *rest = answer.splitlines()
+    assert first == preface(query)
+    assert first.startswith(f"{PREFACE_LEAD} whether you can schedule automatic retries every 5 minutes")
+    assert first.endswith(PREFACE_TAIL)
+    assert rest == [
+        f"- Throttled requests receive HTTP 429 with a Retry-After header. [{LIMITS}]",
+        f"- Clients that are throttled should schedule a retry after the Retry-After delay. [{LIMITS}]",
+    ]
+    assert_grounded(answer, decisions)
+
+
+def test_weak_coverage_threshold_is_configurable() -> None:
+    decisions = [decision("p1", BILLING, REFUND)]
+    query = "How many days do I have to get a refund on an annual plan?"
+    assert not compose_answer(query, decisions).startswith(PREFACE_LEAD)
+    assert compose_answer(query, decisions, weak_coverage=1.01).startswith(PREFACE_LEAD)
+
+
+def test_preface_wording() -> None:
+    assert preface("How do I reset my password?") == (
+        f"{PREFACE_LEAD} how to reset your password. {PREFACE_TAIL}"
+    )
+    assert preface("What is the refund window for PayPal?") == (
+        f"{PREFACE_LEAD} what the refund window for PayPal is. {PREFACE_TAIL}"
+    )
+    assert preface("Does PayPal work in Japan?") == (
+        f'{PREFACE_LEAD} the answer to "Does PayPal work in Japan?". {PREFACE_TAIL}'
+    )
+
+
+def test_dropped_and_noise_are_left_out() -> None:
+    decisions = [
+        decision("p1", BILLING, "", action="dropped"),
+        decision(
+            "p2",
+            BILLING,
+            "Acme Help Center › Billing › Refunds\nEdit | History\n\n## Refunds\n\n"
+            "Annual plans can be refunded within 30 days of purchase.\n|---|---|\nWas this page helpful?",
+        ),
+        decision("p3", POLICY, "Refunds are paid to the original payment method.", action="truncated"),
+        decision("p4", LIMITS, "Annual plan refunds take 5 business days.", action="relinked"),
+    ]
+    answer = compose_answer("How are annual plan refunds paid?", decisions)
+    pairs = assert_grounded(answer, decisions)
+    assert [s for s, _ in pairs] == [
+        "Annual plans can be refunded within 30 days of purchase.",
+        "Refunds are paid to the original payment method.",
+        "Annual plan refunds take 5 business days.",
+    ]
+    for junk in ("›", "Edit", "##", "|---", "helpful"):
+        assert junk not in answer
+
+
+def test_gapped_quotes_are_split_at_the_ellipsis() -> None:
+    quote = "Annual plans can be refunded within 30 days of purchase. … Refunds are paid by bank transfer."
+    decisions = [decision("p1", BILLING, quote, action="truncated")]
+    answer = compose_answer("How are annual plan refunds paid?", decisions)
+    pairs = assert_grounded(answer, decisions)
+    assert [s for s, _ in pairs] == [
+        "Annual plans can be refunded within 30 days of purchase.",
+        "Refunds are paid by bank transfer.",
+    ]
+    assert "…" not in answer
+
+
+def test_concise_and_prefers_sentences_on_topic() -> None:
+    filler = " ".join(f"Workspace note number {i} concerns the office plants." for i in range(12))
+    decisions = [decision("p1", BILLING, filler + " Refunds for annual plans take 30 days.")]
+    answer = compose_answer("How long do annual plan refunds take?", decisions)
+    pairs = assert_grounded(answer, decisions)
+    assert len(pairs) <= 8
+    assert "Refunds for annual plans take 30 days." in [s for s, _ in pairs]
+
+
+def test_table_rows_and_non_latin() -> None:
+    decisions = [
+        decision("p1", BILLING, "| Method | Plans |\n|---|---|\n| Bank transfer | Annual plans only |"),
+        decision("p2", POLICY, "返金は30日以内に申請してください。期限を過ぎると返金されません。"),
+    ]
+    answer = compose_answer("Which plans can pay by bank transfer?", decisions[:1])
+    assert f"- Bank transfer | Annual plans only [{BILLING}]" in answer.splitlines()
+    assert_grounded(answer, decisions)
+    answer = compose_answer("返金の期限", decisions[1:])
+    assert answer.startswith(f"返金は30日以内に申請してください。 [{POLICY}] 期限を過ぎると")
+    assert_grounded(answer, decisions)
+
+
+def test_passages_far_off_topic_are_left_out() -> None:
+    decisions = [
+        decision("p1", BILLING, REFUND),
+        decision("p2", LIMITS, "The Starter plan includes 5 GB of storage."),
+    ]
+    answer = compose_answer("How many days do I have to get a refund on an annual plan?", decisions)
+    assert "Starter" not in answer
+    assert_grounded(answer, decisions)
+
+
+def test_nothing_to_say() -> None:
+    assert compose_answer("anything?", []) == ""
+    assert compose_answer("refunds?", [decision("p1", BILLING, "", action="dropped")]) == ""
+    assert compose_answer("refunds?", [decision("p1", BILLING, "Edit | History\n---")]) == ""
+
+
+def test_answer_coverage() -> None:
+    query = "How many days do I have to get a refund on an annual plan?"
+    assert answer_coverage(query, REFUND) == 1.0
+    assert answer_coverage(query, "Nothing relevant here.") == 0.0
+    assert 0.0 < answer_coverage(query, "Refunds are possible.") < 1.0
+    assert answer_coverage("what is it?", "Some text.") == 1.0

@@ -1,0 +1,231 @@
+"""Offline lexical extractor: verbatim windows, right sentence first, boilerplate ignored, [] when unrelated."""
+
+from __future__ import annotations
+
+from evident.alignment.models import SourceDocument
+from evident.offline.extractor import extract_passages
+from evident.offline.sentences import split_sentences
+
+NAV = "Acme Help Center › {section}\nEdit | History | Watch\n\nLast edited by Sam Ortiz on 12 May 2025\n\n"
+FOOTER = (
+    "\n\n---\n\nNeed more help? Contact the Acme support team through the support portal.\n"
+    "Was this page helpful? Yes No\n© 2025 Acme Corp. All rights reserved.\n"
+)
+
+BILLING = (
+    NAV.format(section="Billing")
+    + """# Billing and refunds
+
+Acme bills every workspace monthly or annually, e.g. on the first day of each billing period. Invoices are \
+emailed to the billing contact and can be downloaded from Settings › Billing.
+
+## Refunds
+
+Annual plans can be refunded within 30 days of purchase. Monthly plans are not refunded, but you can cancel \
+at any time and keep access until the end of the period. Refund requests are submitted by a workspace owner \
+through the support portal.
+
+Refunds are not available for:
+- Add-ons bought through a reseller (i.e. not via Acme directly).
+- Usage overages that were already invoiced.
+- Domains registered through Acme.
+
+## Payment methods
+
+| Method | Plans | Notes |
+|--------|-------|-------|
+| Credit card | All plans | Charged automatically |
+| Bank transfer | Annual plans only | Invoice due within 14 days |
+| PayPal | Monthly plans | Not available in Japan |
+"""
+    + FOOTER
+)
+
+LIMITS = (
+    NAV.format(section="Platform › Limits")
+    + """# Workspace limits
+
+Each workspace has limits that protect the platform from runaway jobs. The limits below apply per workspace, \
+not per user.
+
+## Storage
+
+The Starter plan includes 5 GB of storage. The Business plan includes 1 TB of storage, and storage beyond that \
+is billed at 0.02 USD per GB per month. Files larger than 2 GB cannot be uploaded through the browser; use the \
+CLI (v2.4.1 or later) instead.
+
+## API rate limits
+
+The REST API accepts at most 600 requests per minute per workspace. Requests above the limit receive HTTP 429 \
+with a Retry-After header. Batch endpoints count as one request per call, regardless of how many items they \
+contain.
+
+```bash
+acme api get /v2/usage --workspace ws_123
+```
+"""
+    + FOOTER
+)
+
+SECURITY = (
+    "Home\nProducts\nSecurity\nSecurity overview\n"
+    "Acme encrypts customer data at rest with AES-256 and in transit with TLS 1.2 or later.\r\n"
+    "Encryption keys are rotated every 90 days by the platform team, and customers on the Enterprise plan can "
+    "bring their own keys.\r\n"
+    "Single sign-on (SSO) with SAML 2.0 is available on the Business and Enterprise plans. SCIM provisioning is "
+    "available on the Enterprise plan only.\r\n"
+    "Penetration tests are run twice a year by an external firm; the summary report is available under NDA.\r\n"
+    + FOOTER.replace("\n", "\r\n")
+)
+
+TEAM = (
+    NAV.format(section="Company")
+    + """# Team offsites
+
+The design team meets in Lisbon every spring for a two-day offsite. Travel is booked through the travel desk, \
+and the agenda is shared in the #design-offsite channel a week before.
+
+Lunch is provided on both days; dinner on the first evening is a team dinner.
+"""
+    + FOOTER
+)
+
+
+def corpus() -> list[SourceDocument]:
+    return [
+        SourceDocument(url="https://help.acme.example/billing", content=BILLING),
+        SourceDocument(url="https://help.acme.example/limits", content=LIMITS),
+        SourceDocument(url="https://trust.acme.example/security", content=SECURITY),
+        SourceDocument(url="https://wiki.acme.example/offsites", content=TEAM),
+    ]
+
+
+def check_verbatim(passages, docs) -> None:
+    by_url = {d.url: d for d in docs}
+    for p in passages:
+        doc = by_url[p.url]
+        assert p.content in doc.content
+        # The window starts and ends on sentence boundaries of its document.
+        spans = split_sentences(doc.content)
+        start = doc.content.index(p.content)
+        assert any(s == start for s, _ in spans)
+        assert any(e == start + len(p.content) for _, e in spans)
+
+
+def test_refund_window_sentence_comes_first() -> None:
+    docs = corpus()
+    passages = extract_passages("How many days do I have to get a refund on an annual plan?", docs)
+    assert passages
+    check_verbatim(passages, docs)
+    assert passages[0].url == "https://help.acme.example/billing"
+    assert "Annual plans can be refunded within 30 days of purchase." in passages[0].content
+
+
+def test_stemming_matches_inflections() -> None:
+    docs = corpus()
+    # "submit"/"submitted" and "request"/"requests" only meet through stemming.
+    passages = extract_passages("Who can submit a refund request?", docs)
+    assert passages
+    assert "Refund requests are submitted by a workspace owner" in passages[0].content
+
+
+def test_rate_limit_question() -> None:
+    docs = corpus()
+    passages = extract_passages("What is the API rate limit per minute?", docs)
+    assert passages[0].url == "https://help.acme.example/limits"
+    assert "at most 600 requests per minute per workspace" in passages[0].content
+    check_verbatim(passages, docs)
+
+
+def test_crlf_html_extracted_document() -> None:
+    docs = corpus()
+    passages = extract_passages("How often are encryption keys rotated?", docs)
+    assert passages[0].url == "https://trust.acme.example/security"
+    assert passages[0].content.startswith("Encryption keys are rotated every 90 days")
+    check_verbatim(passages, docs)
+
+
+def test_label_window_includes_the_list() -> None:
+    docs = corpus()
+    passages = extract_passages("What is not available for a refund?", docs)
+    first = passages[0].content
+    assert first.startswith("Refunds are not available for:")
+    assert "- Add-ons bought through a reseller" in first
+    assert "- Usage overages that were already invoiced." in first
+
+
+def test_table_row_comes_with_its_header() -> None:
+    docs = corpus()
+    passages = extract_passages("Can I pay by bank transfer on a monthly plan?", docs)
+    hits = [p for p in passages if "| Bank transfer | Annual plans only |" in p.content]
+    assert hits and hits[0] is passages[0]
+    assert passages[0].content.startswith("| Method | Plans | Notes |\n|--------|-------|-------|\n")
+    check_verbatim(passages, docs)
+
+
+def test_boilerplate_and_navigation_are_ignored() -> None:
+    docs = corpus()
+    for query in (
+        "How do I contact the support team?",
+        "Who edited the billing help center page?",
+        "Was the workspace limits page helpful?",
+    ):
+        for p in extract_passages(query, docs):
+            assert "Need more help?" not in p.content
+            assert "Last edited by" not in p.content
+            assert "Was this page helpful?" not in p.content
+            assert "›" not in p.content.split("\n")[0] or "Settings › Billing" in p.content
+
+
+def test_unrelated_query_returns_nothing() -> None:
+    docs = corpus()
+    assert extract_passages("What is the maternity leave policy for employees in Brazil?", docs) == []
+    assert extract_passages("Which quantum chromodynamics textbook do physicists recommend?", docs) == []
+    assert extract_passages("", docs) == []
+    assert extract_passages("what is it?", docs) == []
+    assert extract_passages("refund", []) == []
+
+
+def test_limits_ids_urls_and_no_overlap() -> None:
+    docs = corpus()
+    passages = extract_passages(
+        "storage limits plans refunds encryption", docs, max_passages=4, max_per_document=2
+    )
+    assert 1 <= len(passages) <= 4
+    assert [p.passage_id for p in passages] == [f"p{i}" for i in range(1, len(passages) + 1)]
+    per_doc: dict[str, list[tuple[int, int]]] = {}
+    for p in passages:
+        doc = next(d for d in docs if d.url == p.url)
+        start = doc.content.index(p.content)
+        per_doc.setdefault(p.url, []).append((start, start + len(p.content)))
+    for spans in per_doc.values():
+        assert len(spans) <= 2
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+
+
+def test_deterministic() -> None:
+    docs = corpus()
+    query = "How much storage does the Business plan include?"
+    first = extract_passages(query, docs)
+    assert first and "The Business plan includes 1 TB of storage" in first[0].content
+    for _ in range(3):
+        assert extract_passages(query, corpus()) == first
+
+
+def test_rank_breaks_ties_between_identical_documents() -> None:
+    text = "The office wifi password rotates every Monday.\n\nAsk IT for the new one."
+    docs = [
+        SourceDocument(url="https://a.example/1", content=text),
+        SourceDocument(url="https://a.example/2", content=text),
+    ]
+    passages = extract_passages("When does the wifi password rotate?", docs)
+    assert [p.url for p in passages] == ["https://a.example/1", "https://a.example/2"]
+    assert passages[0].content == passages[1].content == "The office wifi password rotates every Monday."
+
+
+def test_min_coverage_is_configurable() -> None:
+    docs = corpus()
+    query = "Does the Lisbon offsite include lunch and a spa afternoon with massages?"
+    assert extract_passages(query, docs, min_coverage=0.95) == []
+    assert extract_passages(query, docs, min_coverage=0.2)
