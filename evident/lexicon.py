@@ -71,6 +71,9 @@ def stem(word: str) -> str:
         w = w[:-2]
     elif w.endswith("s"):
         w = w[:-1]
+    # rotation/rotate, deletion/delete, validation/validate (only -tion: other nominalisations vary).
+    if w.endswith("tion") and len(w) > 6:
+        w = w[:-3]
     # submitt -> submit, bill -> bil (applied to every word, so bill/billed/billing agree).
     if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiou" and w[-1] not in _DOUBLE_EXEMPT:
         w = w[:-1]

@@ -137,8 +137,11 @@ def supported_spans(
                 lead if p_first == 0 else "",
                 trail if p_last == len(seg.tokens) else "",
             )
-            if spans and span[0] <= spans[-1][1] and span[1] >= spans[-1][0]:
-                spans[-1] = (min(spans[-1][0], span[0]), max(spans[-1][1], span[1]))
+            # Merge only a forward continuation (adjacent, or touching through the punctuation
+            # taken in); a piece found *before* the previous one stays its own span, or the
+            # quote would present the source's order as the passage's.
+            if spans and spans[-1][0] <= span[0] <= spans[-1][1]:
+                spans[-1] = (spans[-1][0], max(spans[-1][1], span[1]))
             else:
                 spans.append(span)
     return spans
@@ -207,9 +210,10 @@ def align(
             results[k] = decision(p, "dropped", None, 0.0, 0.0, [], "the passage has no words")
             continue
         c = cited(p.url)
-        if c is not None and len(u.segments) == 1:
+        if c is not None and len(u.segments) == 1 and threshold < 1.0:
             # Fast path: the passage's token sequence occurs as is (modulo case, spacing,
-            # punctuation), so every n-gram matches and overlap is 1.
+            # punctuation), so every n-gram matches and overlap is 1 (> threshold unless the
+            # threshold is 1, where the rule says "truncated" and the general path decides).
             doc = index(c)
             occ = occurrences(doc, u.segments[0].tstring, limit=1)
             if occ:
@@ -258,7 +262,7 @@ def align(
     for k, r in enumerate(results):
         assert r is not None
         if r.action != "dropped" and not r.spans:
-            r = r.model_copy(update={"action": "dropped", "url": r.original_url, "quote": "",
+            r = r.model_copy(update={"action": "dropped", "url": "", "quote": "",
                                      "reason": "no span of the source could be located"})
         out.append(r)
     return out

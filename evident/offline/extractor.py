@@ -14,7 +14,7 @@ from typing import Sequence
 
 from evident.alignment.models import Passage, SourceDocument
 from evident.offline.sentences import Kind, is_noise, split_units
-from evident.offline.terms import content_keys, pairs, query_terms, unit_terms
+from evident.offline.terms import ENTITY_WEIGHT, content_keys, entity_keys, pairs, query_terms, unit_terms
 
 __all__ = ["extract_passages"]
 
@@ -28,6 +28,9 @@ MAX_HEADER_GAP = 3
 # IDF of a term seen in a single sentence.
 GOOD_IDF_RATIO = 0.45
 BIGRAM_BONUS = 0.25
+UNSEEN_WORD = 0.5
+# Coverage left to a window whose document never mentions a name the question asks about.
+ENTITY_MISS = 0.5
 # Windows after the first need less coverage (multi-part questions) but must stay near the best one.
 SECONDARY_COVERAGE_RATIO = 0.5
 SECONDARY_SCORE_RATIO = 0.3
@@ -102,7 +105,7 @@ def _units(doc_index: int, text: str) -> list[_Unit]:
 class _Scorer:
     """Query-term weights from IDF over the retrieved sentences, and the scores built on them."""
 
-    def __init__(self, query: str, units: list[list[_Unit]], n_docs: int) -> None:
+    def __init__(self, query: str, units: list[list[_Unit]], documents: Sequence[SourceDocument]) -> None:
         live = [u for doc in units for u in doc if not u.noise]
         n = len(live)
         df: dict[str, int] = {}
@@ -110,6 +113,7 @@ class _Scorer:
             for t in u.terms:
                 df[t] = df.get(t, 0) + 1
         terms = query_terms(query)
+        self.names = entity_keys(query)
         # Unseen terms get the IDF of a term seen once: a paraphrase is likely, not proof of absence.
         self.top_idf = math.log(1 + (n - 1 + 0.5) / 1.5) if n else 1.0
         self.weights: dict[str, float] = {}
@@ -117,15 +121,33 @@ class _Scorer:
         for t, prior in terms:
             d = max(1, df.get(t, 0))
             self.idf[t] = math.log(1 + (n - d + 0.5) / (d + 0.5)) if n else 1.0
+            if t in self.names:
+                prior *= ENTITY_WEIGHT
+            elif t not in df:
+                # An ordinary word no retrieved sentence uses is usually the asker's own wording or
+                # scenario detail ("my taxi cost 30 dollars"); a missing name is not (kept in full).
+                prior *= UNSEEN_WORD
             self.weights[t] = self.idf[t] * prior
         self.total = sum(self.weights.values())
         self.pairs = frozenset(pairs([t for t, _ in terms]))
-        self.n_docs = n_docs
+        # Names the retrieved set knows, per document (title and URL included): a window from a
+        # document that never names what the question names is about something else.
+        self.doc_terms = [
+            frozenset().union(*(u.terms for u in doc), unit_terms(f"{d.title} {d.url}"))
+            for doc, d in zip(units, documents)
+        ]
+        self.known_names = frozenset(t for t in self.names if any(t in dt for dt in self.doc_terms))
         seen_in: dict[tuple[str, ...], set[int]] = {}
         for u in live:
             if u.key:
                 seen_in.setdefault(u.key, set()).add(u.doc)
         self.repeats = {k: len(v) for k, v in seen_in.items() if len(v) > 1}
+
+    def coverage(self, terms: frozenset[str], doc: int) -> float:
+        share = self.matched(terms) / self.total
+        if any(t not in self.doc_terms[doc] for t in self.known_names):
+            share *= ENTITY_MISS
+        return share
 
     def matched(self, terms: frozenset[str]) -> float:
         return sum(w for t, w in self.weights.items() if t in terms)
@@ -219,7 +241,7 @@ def extract_passages(
     if max_passages <= 0 or not documents:
         return []
     units = [_units(i, d.content) for i, d in enumerate(documents)]
-    scorer = _Scorer(query, units, len(documents))
+    scorer = _Scorer(query, units, documents)
     if scorer.total <= 0:
         return []
 
@@ -249,7 +271,7 @@ def extract_passages(
         n_words = sum(len(u.key) for u in span)
         score = scorer.raw(terms, unit_pairs) * scorer.factor(units[d][i], n_words)
         windows.append(
-            _Window(d, first, last, score, scorer.matched(terms) / scorer.total, scorer.good(terms))
+            _Window(d, first, last, score, scorer.coverage(terms, d), scorer.good(terms))
         )
 
     windows.sort(key=lambda w: (-w.score, w.doc, w.first))

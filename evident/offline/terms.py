@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from evident.lexicon import STOPWORDS, stem, term_weight, words
 
-__all__ = ["unit_terms", "pairs", "content_keys", "query_terms", "query_weights", "coverage"]
+__all__ = ["unit_terms", "pairs", "content_keys", "query_terms", "entity_keys", "query_weights", "coverage"]
 
 _HIRAGANA = re.compile(r"[\u3040-\u309f]")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
@@ -72,9 +73,33 @@ def query_terms(query: str) -> list[tuple[str, float]]:
     return list(out.items())
 
 
+_TOKEN = re.compile(r"\w+")
+ENTITY_WEIGHT = 1.5
+
+
+def entity_keys(query: str) -> frozenset[str]:
+    """Keys of the query's names: capitalised words that do not open a sentence (Lisbon, GraphQL, SEV1).
+
+    A question about a named thing is answered by text about that thing; names are also what a
+    paraphrase cannot replace, so they weigh more and their absence counts more.
+    """
+    text = unicodedata.normalize("NFKC", query)
+    out: set[str] = set()
+    opening = True
+    for m in _TOKEN.finditer(text):
+        token = m.group()
+        if not opening and any(ch.isupper() for ch in token):
+            out.update(_keys(token.casefold()))
+        # The next token opens a sentence if only sentence punctuation and spaces lie in between.
+        tail = text[m.end() : m.end() + 3].lstrip(" \"'”’)")
+        opening = tail[:1] in (".", "?", "!", ":")
+    return frozenset(out)
+
+
 def query_weights(query: str) -> dict[str, float]:
-    """Corpus-free weights of the query's terms (filler words count less)."""
-    return dict(query_terms(query))
+    """Corpus-free weights of the query's terms (filler words count less, names more)."""
+    names = entity_keys(query)
+    return {t: w * (ENTITY_WEIGHT if t in names else 1.0) for t, w in query_terms(query)}
 
 
 def coverage(weights: dict[str, float], text: str) -> float:
