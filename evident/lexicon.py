@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # Deliberately small: question words and function words carry no evidence, but domain words
 # such as "limit" or "policy" must survive.
@@ -42,11 +43,9 @@ FILLER: frozenset[str] = frozenset(
     sort go going like new okay ok""".split()
 )
 
-_DOUBLE_EXEMPT = frozenset("s")
-
-
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """Light suffix stripping so that inflections meet: limits/limit, submitted/submit, uses/used/use.
+    """Light suffix stripping so that inflections meet: limits/limit, submitted/submit, rates/rated/rate.
 
     Not a linguistic stemmer: it only has to map a word and its common inflections to the same key,
     and it leaves short, non-alphabetic or unknown shapes alone rather than guess.
@@ -74,10 +73,11 @@ def stem(word: str) -> str:
     # rotation/rotate, deletion/delete, validation/validate (only -tion: other nominalisations vary).
     if w.endswith("tion") and len(w) > 6:
         w = w[:-3]
-    # submitt -> submit, bill -> bil (applied to every word, so bill/billed/billing agree).
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiou" and w[-1] not in _DOUBLE_EXEMPT:
+    # submitt -> submit, bill -> bil (applied to every word, so bill/billed/billing agree; "ss" stays
+    # so that access/accessed agree).
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeious":
         w = w[:-1]
-    # use/used/using and rate/rated all end on the same key once a final e is dropped.
+    # rate/rated/rating and make/making end on the same key once a final e is dropped.
     if len(w) > 3 and w.endswith("e") and not w.endswith("ee"):
         w = w[:-1]
     return w

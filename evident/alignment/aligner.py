@@ -60,7 +60,8 @@ class _Counts:
     document's token string is scanned once in C, whatever the number of passages.
     """
 
-    def __init__(self, units: Iterable[str], index: Any) -> None:
+    def __init__(self, units: Iterable[str], index: Any,
+                 passages: Mapping[int, PassageUnits] | None = None) -> None:
         import ahocorasick
 
         self._automaton = ahocorasick.Automaton()
@@ -69,12 +70,32 @@ class _Counts:
         self._automaton.make_automaton()
         self._index = index
         self._cache: dict[int, dict[str, int]] = {}
+        # unit -> [(passage key, multiplicity in that passage)]: overlaps of every passage with a
+        # document in one pass over the units found there, not one loop per passage per document.
+        self._owners: dict[str, list[tuple[int, int]]] = {}
+        self._totals: dict[int, int] = {}
+        for k, pu in (passages or {}).items():
+            self._totals[k] = pu.total
+            for u, c in pu.units.items():
+                self._owners.setdefault(u, []).append((k, c))
+        self._overlaps: dict[int, dict[int, float]] = {}
 
     def __call__(self, doc: int) -> dict[str, int]:
         found = self._cache.get(doc)
         if found is None:
             found = Counter(v for _, v in self._automaton.iter(self._index(doc).tstring))
             self._cache[doc] = found
+        return found
+
+    def overlaps(self, doc: int) -> dict[int, float]:
+        """overlap_n of each passage (given at construction) with `doc`; absent means 0."""
+        found = self._overlaps.get(doc)
+        if found is None:
+            hits: dict[int, int] = {}
+            for unit, count in self(doc).items():
+                for k, mult in self._owners.get(unit, ()):
+                    hits[k] = hits.get(k, 0) + min(count, mult)
+            found = self._overlaps[doc] = {k: h / self._totals[k] for k, h in hits.items()}
         return found
 
 
@@ -171,7 +192,7 @@ def align(
         raise ValueError(f"threshold must be within [0, 1] (got {threshold})")
     if drift not in ("extended", "paper"):
         raise ValueError(f"drift must be 'extended' or 'paper' (got {drift!r})")
-    cache = cache or DEFAULT_CACHE
+    cache = cache if cache is not None else DEFAULT_CACHE  # an empty IndexCache is falsy
     ps = [_as_passage(p) for p in passages]
     docs = [_as_document(d) for d in documents]
 
@@ -225,11 +246,12 @@ def align(
         pending.append(k)
 
     if pending:
-        counts = _Counts((x for k in pending for x in units[k].units), index)
+        counts = _Counts((x for k in pending for x in units[k].units), index,
+                         {k: units[k] for k in pending})
         for k in pending:
             p, u = ps[k], units[k]
             c = cited(p.url)
-            ov_c = u.overlap(counts(c)) if c is not None else 0.0
+            ov_c = counts.overlaps(c).get(k, 0.0) if c is not None else 0.0
             where = "the cited document" if c is not None else "the cited URL (not retrieved)"
             if ov_c > threshold:
                 spans = supported_spans(p.content, u, index(c), counts(c), bridge)  # type: ignore[arg-type]
@@ -241,7 +263,7 @@ def align(
                 for i in range(len(docs)):
                     if i == c or (i != by_url.get(docs[i].url)):
                         continue
-                    ov = u.overlap(counts(i))
+                    ov = counts.overlaps(i).get(k, 0.0)
                     if ov > best_ov:
                         best, best_ov = i, ov
             if best is not None:

@@ -28,15 +28,21 @@ class IndexCache:
         key = key or content_hash(text)
         with self._lock:
             found = self._items.get(key)
-            if found is not None:
+            # A key handed in by the caller (a stored content_hash) may be stale: an index is
+            # only ever used for the exact text it was built from (same object: no comparison).
+            if found is not None and (found.text is text or found.text == text):
                 self._items.move_to_end(key)
                 self.hits += 1
                 return found
         index = DocumentIndex(text, key)  # built outside the lock: other threads keep going
         with self._lock:
             self.misses += 1
-            if key not in self._items:
+            current = self._items.get(key)
+            if current is None or current.text != text:
+                if current is not None:
+                    self._chars -= len(current.text)
                 self._items[key] = index
+                self._items.move_to_end(key)
                 self._chars += len(text)
                 while self._chars > self.max_chars and len(self._items) > 1:
                     _, old = self._items.popitem(last=False)

@@ -3,8 +3,9 @@
 A token is a maximal run of word characters (`str.isalnum()`, "_", or a combining mark, Unicode
 category M*) in the NFKC, case-folded form of the text. Marks count as word characters so that
 vowel signs and diacritics (Devanagari matras, Arabic harakat, Thai vowels) stay inside their
-word instead of splitting it and being thrown away; Python's `\\w` alone would do both. Each token remembers where it
-starts and ends in the *original* text, so any token range maps back to an exact span.
+word instead of splitting it and being thrown away, as Python's `\\w` alone would. Each token
+remembers where it starts and ends in the *original* text, so any token range maps back to an
+exact span.
 
 Token sequences are also kept as a "token string": the tokens joined by single spaces, with a
 space at both ends. A token sequence occurs in a document exactly when its token string is a
@@ -136,9 +137,8 @@ def _word_mask(norm: str):  # type: ignore[no-untyped-def]
     import numpy as np
 
     cps = np.frombuffer(norm.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-    table = _word_table()
-    mask = table[np.minimum(cps, 65535)]
-    astral = np.flatnonzero(cps > 65535)
+    mask = _word_table().take(cps, mode="clip")  # astral code points read entry 65535 ...
+    astral = np.flatnonzero(cps > 65535)  # ... and are looked up one by one
     for i in astral:  # rare: emoji, historic scripts, some CJK extensions
         mask[i] = is_word_char(chr(int(cps[i])))
     return cps, mask
@@ -152,10 +152,16 @@ def _analyse(norm: str):  # type: ignore[no-untyped-def]
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, " "
     cps, mask = _word_mask(norm)
-    edges = np.diff(np.concatenate(([0], mask.view(np.int8), [0])))
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    padded = np.zeros(len(mask) + 2, dtype=bool)
+    padded[1:-1] = mask
+    # Where the mask changes; token boundaries alternate: start, end, start, end, ...
+    edges = np.flatnonzero(padded[1:] != padded[:-1])
+    starts, ends = edges[0::2], edges[1::2]
     if not len(starts):
         return starts, ends, " "
-    spaced = np.where(mask, cps, np.uint32(32)).astype("<u4")
-    text = spaced.tobytes().decode("utf-32-le", "surrogatepass")
-    return starts, ends, " " + " ".join(text.split()) + " "
+    # Keep every word character and, of each run of other characters, only the first one that
+    # follows a word, turned into a space: the tokens joined by single spaces.
+    keep = padded[1:-1] | padded[:-2]
+    spaced = cps * mask + np.uint32(32) * ~mask
+    text = np.compress(keep, spaced).tobytes().decode("utf-32-le", "surrogatepass")
+    return starts, ends, " " + text if text[-1] == " " else " " + text + " "

@@ -1,0 +1,15 @@
+"""Offline engine: what EvidenT answers with when no LLM is configured (framework-free).
+
+    from evident.offline import extract_passages, compose_answer
+    passages = extract_passages(query, documents)        # verbatim sentence windows
+    answer = compose_answer(query, align(passages, documents))   # cited extractive answer
+"""
+
+from evident.offline.composer import PREFACE_LEAD, PREFACE_TAIL, answer_coverage, compose_answer, preface
+from evident.offline.extractor import extract_passages
+from evident.offline.sentences import is_noise, split_sentences, split_units
+
+__all__ = [
+    "PREFACE_LEAD", "PREFACE_TAIL", "answer_coverage", "compose_answer", "extract_passages", "is_noise",
+    "preface", "split_sentences", "split_units",
+]

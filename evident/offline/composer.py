@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
-from evident.offline.sentences import is_noise, split_units, strip_marker
+from evident.offline.sentences import Kind, is_noise, split_units, strip_marker
 from evident.offline.terms import content_keys, coverage, query_weights, unit_terms
 
 __all__ = ["compose_answer", "answer_coverage", "preface", "PREFACE_LEAD", "PREFACE_TAIL", "MAX_SENTENCES"]
@@ -21,8 +22,6 @@ PREFACE_LEAD = "The documentation does not explicitly state"
 PREFACE_TAIL = "Here are some details from the documentation which may help:"
 MAX_SENTENCES = 8
 PASSAGE_RELEVANCE = 0.5
-# Alignment joins the non-adjacent spans of one quote with this separator.
-_GAP = " … "
 
 
 @dataclass
@@ -32,40 +31,56 @@ class _Sentence:
     label: bool
     passage: int
     order: int
-    key: tuple[str, ...]
     urls: list[str] = field(default_factory=list)
     relevance: float = 0.0
     parent: int | None = None
 
 
 def answer_coverage(query: str, text: str) -> float:
-    """Share of the query's content-term weight that `text` contains (1.0 for a query with no terms)."""
+    """Share of the query's content-term weight that `text` contains.
+
+    A query with no content terms ("what is it?") has nothing to miss: 1.0 for any non-empty text.
+    """
     weights = query_weights(query)
     if not weights:
         return 1.0 if text.strip() else 0.0
     return coverage(weights, text)
 
 
+# Common question shapes turned into the clause the preface needs; anything else is quoted as asked.
 _LEADS = [
-    (re.compile(r"^(?:how)\s+(?:do|can|should|would|could)\s+(?:i|we|you)\s+(.+)$", re.I), "how to {}"),
-    (re.compile(r"^(?:can|could|may|should)\s+(?:i|we|you)\s+(.+)$", re.I), "whether you can {}"),
-    (re.compile(r"^(?:is it possible to)\s+(.+)$", re.I), "whether it is possible to {}"),
+    (re.compile(r"^how\s+(?:do|can|should|would|could)\s+(?:i|we|you)\s+(.+)$", re.I), "how to {0}"),
+    (re.compile(r"^(can|could|may|should)\s+(?:i|we|you)\s+(.+)$", re.I), "whether you {0} {1}"),
+    (re.compile(r"^is\s+it\s+possible\s+to\s+(.+)$", re.I), "whether it is possible to {0}"),
     (re.compile(r"^what\s+(is|are)\s+(.+)$", re.I), "what {1} {0}"),
 ]
-_PRONOUNS = {"i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself", "am": "are"}
+# The asker's first person becomes the reader's second person inside the preface.
+_PRONOUNS = {
+    "i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself", "am": "are",
+    "we": "you", "us": "you", "our": "your", "ours": "yours", "ourselves": "yourselves",
+}
+
+
+def _second_person(m: re.Match[str]) -> str:
+    return _PRONOUNS.get(m.group().lower(), m.group())
 
 
 def _query_content(query: str) -> str:
     """The query as a clause after "does not explicitly state" (a quoted fallback when unsure)."""
-    q = " ".join(query.split()).rstrip("?.!？！。 ")
+    asked = " ".join(query.split())
+    q = asked.rstrip("?.!？！。 ")
     if not q:
         return "the answer to this question"
     for pattern, template in _LEADS:
         m = pattern.match(q)
         if m:
-            parts = [re.sub(r"\b(\w+)\b", lambda w: _PRONOUNS.get(w.group(1).lower(), w.group(1)), g) for g in m.groups()]
+            parts = [_WORD.sub(_second_person, g) for g in m.groups()]
+            if len(parts) == 2 and template.startswith("whether"):
+                parts[0] = parts[0].lower()
             return template.format(*parts)
-    return f'the answer to "{q}?"'
+    # Keep a question mark (it says this was a question); drop a full stop before our own.
+    return f'the answer to "{asked if asked.endswith("?") else q}"'
+
 
 
 def preface(query: str) -> str:
@@ -73,35 +88,74 @@ def preface(query: str) -> str:
     return f"{PREFACE_LEAD} {_query_content(query)}. {PREFACE_TAIL}"
 
 
+_WORD = re.compile(r"\b\w+\b")
+_TERMINAL = (".", "!", "?", ":", ";", "。", "！", "？", ")", '"', "”", "’")
+_NOT_TITLE = re.compile(r"[-_=/.<>{}\[\]$`|@#]")
+
+
+def _is_title(text: str) -> bool:
+    """A short unpunctuated line standing alone: a heading that lost its markup in HTML extraction."""
+    return (
+        not text.endswith(_TERMINAL)
+        and len(text.split()) <= 8
+        and text[:1].isupper()
+        and not _NOT_TITLE.search(text)
+    )
+
+
+def _units(part: str) -> list[tuple[str, Kind]]:
+    """Units of one quote fragment, with the kinds alignment's trimming hides restored.
+
+    Alignment quotes start at the first word, so a quote that began with "- " or "| " or "## " has
+    lost the marker that made its first line an item, a row or a heading.
+    """
+    units = split_units(part)
+    out: list[tuple[str, Kind]] = []
+    for i, (s, e, kind) in enumerate(units):
+        raw = part[s:e]
+        nxt: Kind | None = units[i + 1][2] if i + 1 < len(units) else None
+        alone = part[e : e + 4].lstrip(" \t").startswith(("\n\n", "\r\n\r\n")) or nxt is None
+        if kind != "prose":
+            pass
+        elif alone and (i == 0 or part[:s].rstrip(" \t").endswith("\n\n")) and _is_title(raw):
+            kind = "heading"
+        elif i == 0 and nxt == "item" and not raw.endswith(":"):
+            kind = "item"
+        elif i == 0 and (nxt == "row" or (raw.endswith("|") and "|" in raw[:-1])):
+            kind = "row"
+        out.append((raw, kind))
+    return out
+
+
 def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
     """Citable units of the quotes, in order, with duplicates merged under all their URLs."""
     out: list[_Sentence] = []
-    by_key: dict[tuple[str, ...], _Sentence] = {}
+    by_key: dict[str, _Sentence] = {}
     for p, decision in enumerate(decisions):
         last_label: int | None = None
-        for part in decision.quote.split(_GAP):
-            for s, e, kind in split_units(part):
-                raw = part[s:e]
-                if kind in ("heading", "fence", "rule") or is_noise(raw):
+        for part in decision.quote.split(QUOTE_JOINER):
+            for raw, kind in _units(part):
+                if kind in ("heading", "fence", "rule") or is_noise(raw, kind):
                     continue
                 bullet = kind in ("item", "row", "code")
-                text = " ".join((strip_marker(raw) if kind in ("item", "row") else raw).split())
-                key = content_keys(text)
-                if not key:
+                text = " ".join((strip_marker(raw, kind) if kind in ("item", "row") else raw).split())
+                if not content_keys(text):
                     continue
-                if key in by_key:
-                    seen = by_key[key]
+                # Merged only when identical (modulo spacing): the one sentence shown must be a
+                # verbatim quote of every document it cites.
+                if text in by_key:
+                    seen = by_key[text]
                     if decision.url not in seen.urls:
                         seen.urls.append(decision.url)
                     continue
                 label = not bullet and text.endswith(":")
-                sentence = _Sentence(text, bullet, label, p, len(out), key, [decision.url])
+                sentence = _Sentence(text, bullet, label, p, len(out), [decision.url])
                 sentence.parent = last_label if bullet else None
                 if label:
                     last_label = sentence.order
                 elif not bullet:
                     last_label = None
-                by_key[key] = sentence
+                by_key[text] = sentence
                 out.append(sentence)
     return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 from evident.alignment.models import Passage, SourceDocument
@@ -27,16 +28,20 @@ MAX_HEADER_GAP = 3
 # A query term is "good" (specific enough to anchor an answer) when its IDF reaches this share of the
 # IDF of a term seen in a single sentence.
 GOOD_IDF_RATIO = 0.45
+# Query words that also sit next to each other in the sentence ("refund window") say more.
 BIGRAM_BONUS = 0.25
-UNSEEN_WORD = 0.5
+# Retrieval order is evidence too, but weak: the first document gets +10%, the tenth +1%.
+RANK_BONUS = 0.1
 # Coverage left to a window whose document never mentions a name the question asks about.
 ENTITY_MISS = 0.5
 # Windows after the first need less coverage (multi-part questions) but must stay near the best one.
 SECONDARY_COVERAGE_RATIO = 0.5
-SECONDARY_SCORE_RATIO = 0.3
-# Sentences repeated across retrieved pages are footers and banners, not evidence.
+SECONDARY_SCORE_RATIO = 0.5
+# Units repeated in the retrieved text are footers, banners and table headers, not evidence; a
+# sentence found twice may be one policy quoted on two pages, so that costs little.
 REPEATED_IN_2 = 0.8
 REPEATED_IN_3 = 0.2
+# Past this many words a unit (a run-on table row, an unpunctuated paragraph) matches by sheer size.
 LONG_UNIT_WORDS = 40
 # Sentences opening with these lean on the previous one, so they belong in its window.
 _CONTINUATIONS = frozenset(
@@ -44,13 +49,11 @@ _CONTINUATIONS = frozenset(
     note alternatively therefore thus here""".split()
 )
 
-
 _BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 @dataclass(frozen=True)
 class _Unit:
-    doc: int
     idx: int
     start: int
     end: int
@@ -72,26 +75,45 @@ class _Window:
     score: float
     coverage: float
     good: bool
+    matched: int
 
 
-def _units(doc_index: int, text: str) -> list[_Unit]:
+@dataclass(frozen=True)
+class _Doc:
+    units: tuple[_Unit, ...]
+    terms: frozenset[str]
+
+
+@lru_cache(maxsize=256)
+def _analyse(text: str) -> _Doc:
+    """Units of one document with their matching keys; cached because the same pages come back
+    for query after query (a str caches its own hash, so the key costs nothing after the first)."""
     out: list[_Unit] = []
     prev_end = 0
-    for idx, (s, e, kind) in enumerate(split_units(text)):
+    spans = split_units(text)
+    for idx, (s, e, kind) in enumerate(spans):
         gap = text[prev_end:s]
         prev_end = e
+        noise = is_noise(text[s:e], kind)
+        # A table's first row is its header: it introduces the rows below like a label does.
+        header = (
+            kind == "row"
+            and not noise
+            and (idx == 0 or spans[idx - 1][2] != "row")
+            and idx + 1 < len(spans)
+            and spans[idx + 1][2] == "row"
+        )
         body = text[s:e]
         seq = unit_terms(body)
         keys = content_keys(body)
         out.append(
             _Unit(
-                doc=doc_index,
                 idx=idx,
                 start=s,
                 end=e,
                 kind=kind,
-                noise=is_noise(body),
-                label=kind == "heading" or body.rstrip("*_ ").endswith(":"),
+                noise=noise,
+                label=kind == "heading" or body.rstrip("*_ ").endswith(":") or header,
                 terms=frozenset(seq),
                 pairs=frozenset(pairs(seq)),
                 key=keys,
@@ -99,14 +121,14 @@ def _units(doc_index: int, text: str) -> list[_Unit]:
                 new_paragraph=idx > 0 and len(_BREAK.findall(gap)) >= 2,
             )
         )
-    return out
+    return _Doc(tuple(out), frozenset().union(*(u.terms for u in out)))
 
 
 class _Scorer:
     """Query-term weights from IDF over the retrieved sentences, and the scores built on them."""
 
-    def __init__(self, query: str, units: list[list[_Unit]], documents: Sequence[SourceDocument]) -> None:
-        live = [u for doc in units for u in doc if not u.noise]
+    def __init__(self, query: str, analysed: list[_Doc], documents: Sequence[SourceDocument]) -> None:
+        live = [u for doc in analysed for u in doc.units if not u.noise]
         n = len(live)
         df: dict[str, int] = {}
         for u in live:
@@ -123,28 +145,24 @@ class _Scorer:
             self.idf[t] = math.log(1 + (n - d + 0.5) / (d + 0.5)) if n else 1.0
             if t in self.names:
                 prior *= ENTITY_WEIGHT
-            elif t not in df:
-                # An ordinary word no retrieved sentence uses is usually the asker's own wording or
-                # scenario detail ("my taxi cost 30 dollars"); a missing name is not (kept in full).
-                prior *= UNSEEN_WORD
             self.weights[t] = self.idf[t] * prior
         self.total = sum(self.weights.values())
         self.pairs = frozenset(pairs([t for t, _ in terms]))
         # Names the retrieved set knows, per document (title and URL included): a window from a
         # document that never names what the question names is about something else.
-        self.doc_terms = [
-            frozenset().union(*(u.terms for u in doc), unit_terms(f"{d.title} {d.url}"))
-            for doc, d in zip(units, documents)
-        ]
+        self.doc_terms = [doc.terms.union(unit_terms(f"{d.title} {d.url}")) for doc, d in zip(analysed, documents)]
         self.known_names = frozenset(t for t in self.names if any(t in dt for dt in self.doc_terms))
-        seen_in: dict[tuple[str, ...], set[int]] = {}
+        # Text that recurs (a footer on every page, the same table header above every table) is
+        # page structure, however well it matches.
+        copies: dict[tuple[str, ...], int] = {}
         for u in live:
             if u.key:
-                seen_in.setdefault(u.key, set()).add(u.doc)
-        self.repeats = {k: len(v) for k, v in seen_in.items() if len(v) > 1}
+                copies[u.key] = copies.get(u.key, 0) + 1
+        self.repeats = {k: c for k, c in copies.items() if c > 1}
 
     def coverage(self, terms: frozenset[str], doc: int) -> float:
-        share = self.matched(terms) / self.total
+        """Share of the query weight a window covers; names count when its document names them."""
+        share = self.matched(terms | (self.names & self.doc_terms[doc])) / self.total
         if any(t not in self.doc_terms[doc] for t in self.known_names):
             share *= ENTITY_MISS
         return share
@@ -156,10 +174,10 @@ class _Scorer:
         bonus = sum(BIGRAM_BONUS * (self.weights[a] + self.weights[b]) for a, b in self.pairs & unit_pairs)
         return self.matched(terms) + bonus
 
-    def factor(self, unit: _Unit, n_words: int) -> float:
+    def factor(self, doc: int, key: tuple[str, ...], n_words: int) -> float:
         """Multipliers that do not depend on the query terms: rank, repetition, length."""
-        f = 1.0 + 0.1 / (1 + unit.doc)
-        copies = self.repeats.get(unit.key, 1)
+        f = 1.0 + RANK_BONUS / (1 + doc)
+        copies = self.repeats.get(key, 1)
         if copies >= 3:
             f *= REPEATED_IN_3
         elif copies == 2:
@@ -172,9 +190,7 @@ class _Scorer:
         return any(t in terms and self.idf[t] >= GOOD_IDF_RATIO * self.top_idf for t in self.weights)
 
 
-def _grow(
-    units: list[_Unit], anchor: int, used: set[int], relevant: set[int]
-) -> tuple[int, int]:
+def _grow(units: Sequence[_Unit], anchor: int, used: set[int], relevant: set[int]) -> tuple[int, int]:
     """Extend the anchor unit to a window of consecutive units that continue it."""
     a = units[anchor]
     first = last = anchor
@@ -235,24 +251,29 @@ def extract_passages(
 ) -> list[Passage]:
     """Verbatim sentence windows from `documents` (in retrieval rank order) relevant to `query`.
 
-    Returns [] when no window covers at least `min_coverage` of the query's IDF-weighted terms
-    including one specific (high-IDF) term: the caller then answers "not sufficient information".
+    Each passage is `document.content[start:end]` for a window of at most ~3 consecutive units
+    (5 for a label or table header with its list or rows), ids "p1", "p2", ... in score order
+    (ties: document order, then position); at most `max_per_document` per document, never
+    overlapping. Returns [] when no window covers at least `min_coverage` of the query's
+    IDF-weighted term weight with at least one specific (high-IDF) term: the caller then answers
+    "not sufficient information".
     """
     if max_passages <= 0 or not documents:
         return []
-    units = [_units(i, d.content) for i, d in enumerate(documents)]
-    scorer = _Scorer(query, units, documents)
+    analysed = [_analyse(d.content) for d in documents]
+    units = [a.units for a in analysed]
+    scorer = _Scorer(query, analysed, documents)
     if scorer.total <= 0:
         return []
 
     scores: dict[tuple[int, int], float] = {}
-    for doc in units:
-        for u in doc:
+    for d, doc_units in enumerate(units):
+        for u in doc_units:
             if u.noise:
                 continue
             raw = scorer.raw(u.terms, u.pairs)
             if raw > 0:
-                scores[(u.doc, u.idx)] = raw * scorer.factor(u, len(u.key))
+                scores[(d, u.idx)] = raw * scorer.factor(d, u.key, len(u.key))
     order = sorted(scores, key=lambda k: (-scores[k], k[0], k[1]))
 
     used: list[set[int]] = [set() for _ in documents]
@@ -269,9 +290,12 @@ def extract_passages(
         terms = frozenset().union(*(u.terms for u in span if not u.noise))
         unit_pairs = frozenset().union(*(u.pairs for u in span if not u.noise))
         n_words = sum(len(u.key) for u in span)
-        score = scorer.raw(terms, unit_pairs) * scorer.factor(units[d][i], n_words)
+        score = scorer.raw(terms, unit_pairs) * scorer.factor(d, units[d][i].key, n_words)
         windows.append(
-            _Window(d, first, last, score, scorer.coverage(terms, d), scorer.good(terms))
+            _Window(
+                d, first, last, score, scorer.coverage(terms, d), scorer.good(terms),
+                sum(1 for t in scorer.weights if t in terms),
+            )
         )
 
     windows.sort(key=lambda w: (-w.score, w.doc, w.first))
@@ -287,7 +311,10 @@ def extract_passages(
         if len(passages) >= max_passages:
             break
         if w is not best and (
-            w.coverage < min_coverage * SECONDARY_COVERAGE_RATIO or w.score < SECONDARY_SCORE_RATIO * best.score
+            w.coverage < min_coverage * SECONDARY_COVERAGE_RATIO
+            or w.score < SECONDARY_SCORE_RATIO * best.score
+            # One shared word ("team") is a coincidence; the first window already answers it.
+            or w.matched < min(2, len(scorer.weights))
         ):
             continue
         if per_doc.get(w.doc, 0) >= max_per_document:

@@ -144,12 +144,33 @@ def _breaks_after(line: str, nxt: str, width: int) -> bool:
         return True
     if _LINE_END.search(body):
         return not _no_break_after(body.split()[-1], follow)
+    # Page chrome (breadcrumbs, link bars, "Last edited by") never continues into content or back.
+    if _chrome(body) or _chrome(follow):
+        return True
     if body[-1] in ",;([{-–—/&+=" or follow[0].islower():
         return False
     # Short lines followed by a capitalised line are titles, nav entries or labels in extracted HTML;
     # lines near the block's wrap width are hard-wrapped prose.
     stripped = len(body.strip())
     return width < _WRAP_MIN or stripped < _SHORT_LINE or stripped < 0.7 * width
+
+
+def _chrome(line: str) -> bool:
+    # Single words are left to the wrap logic: a wrapped paragraph can end on one.
+    return len(_WORD.findall(line)) >= 2 and is_noise(line)
+
+
+def _table_starts(text: str, lines: list[tuple[int, int]], i: int) -> bool:
+    """A table without outer pipes (GFM, or an HTML table as text) starts at line i: the next line
+    is a separator or has as many cell pipes."""
+    if i + 1 >= len(lines):
+        return False
+    line = text[lines[i][0] : lines[i][1]]
+    nxt = text[lines[i + 1][0] : lines[i + 1][1]]
+    cells = line.count("|")
+    if not cells or nxt.count("|") != cells:
+        return False
+    return bool(_TABLE_SEP.match(nxt)) or (" | " in line and " | " in nxt)
 
 
 def split_units(text: str) -> list[tuple[int, int, Kind]]:
@@ -165,8 +186,9 @@ def split_units(text: str) -> list[tuple[int, int, Kind]]:
             i += 1
             continue
         kind = _line_kind(line)
-        if kind == "fence":
-            fence = _FENCE.match(line).group(1)  # type: ignore[union-attr]
+        opening = _FENCE.match(line)
+        if opening:
+            fence = opening.group(1)
             s, e = _trim(text, ls, le)
             units.append((s, e, "fence"))
             i += 1
@@ -205,19 +227,18 @@ def split_units(text: str) -> list[tuple[int, int, Kind]]:
             units.append((s, e, "item"))
             i = j
             continue
-        nxt = text[lines[i + 1][0] : lines[i + 1][1]] if i + 1 < n else ""
-        if "|" in line and "|" in nxt and _TABLE_SEP.match(nxt):
-            # A table without outer pipes: header, separator and every following pipe line are rows.
-            while i < n and "|" in text[lines[i][0] : lines[i][1]]:
+        if _table_starts(text, lines, i):
+            cells = line.count("|")
+            while i < n and text[lines[i][0] : lines[i][1]].count("|") == cells:
                 s, e = _trim(text, *lines[i])
                 units.append((s, e, "row"))
                 i += 1
             continue
         # Prose block: consecutive prose lines up to a blank or structural line.
-        j = i
+        j = i + 1
         while j < n:
             body = text[lines[j][0] : lines[j][1]]
-            if not body.strip() or _line_kind(body) != "prose":
+            if not body.strip() or _line_kind(body) != "prose" or _table_starts(text, lines, j):
                 break
             j += 1
         block = lines[i:j]
@@ -249,10 +270,10 @@ def unit_kind(unit: str) -> Kind:
     return _line_kind(unit.split("\n", 1)[0]) if unit.strip() else "prose"
 
 
-def strip_marker(unit: str) -> str:
+def strip_marker(unit: str, kind: Kind | None = None) -> str:
     """The unit without its heading hashes, bullet or number marker, or table-row outer pipes."""
     u = unit.strip()
-    kind = unit_kind(u)
+    kind = kind or unit_kind(u)
     if kind == "row":
         return u.strip("|").strip()
     if kind == "heading":
@@ -278,21 +299,25 @@ _CRUMB_SPLIT = re.compile(r"\s+(?:>|\||/|·|•|→)\s+|\s*[›»]\s*")
 _WORD = re.compile(r"\w+")
 
 
-def is_noise(sentence: str) -> bool:
-    """Navigation or boilerplate-looking unit: breadcrumbs, page chrome, separators, tiny fragments."""
+def is_noise(sentence: str, kind: Kind | None = None) -> bool:
+    """Navigation or boilerplate-looking unit: breadcrumbs, page chrome, separators, tiny fragments.
+
+    `kind` is the unit's kind from split_units when known: a table row without outer pipes looks
+    like a link bar on its own.
+    """
     u = sentence.strip()
     if not u or not any(ch.isalnum() for ch in u):
         return True
-    kind = unit_kind(u)
+    kind = kind or unit_kind(u)
     if kind in ("fence", "rule") or _TABLE_SEP.match(u):
         return True
-    body = strip_marker(u)
+    body = strip_marker(u, kind)
     tokens = _WORD.findall(body)
     if not tokens:
         return True
     # CJK writes a whole clause without spaces; count its characters as words.
-    count = sum(max(1, len(_CJK.findall(t))) for t in tokens)
-    if count == 1 and kind not in ("item", "row", "code"):
+    single = len(tokens) == 1 and len(_CJK.findall(tokens[0])) <= 1
+    if single and kind not in ("item", "row", "code"):
         return True
     if len(tokens) <= 12 and _BOILERPLATE.search(body):
         return True
@@ -300,9 +325,10 @@ def is_noise(sentence: str) -> bool:
         return False
     # Breadcrumbs and link bars: several short segments joined by separators, no sentence, no data.
     parts = [p for p in _CRUMB_SPLIT.split(body) if p.strip()]
-    return (
-        len(parts) >= 2
-        and all(len(_WORD.findall(p)) <= 4 for p in parts)
-        and not any(ch.isdigit() for ch in body)
-        and not body.rstrip(_CLOSERS).endswith((".", "!", "?"))
-    )
+    if len(parts) < 2 or body.rstrip(_CLOSERS).endswith((".", "!", "?")):
+        return False
+    if "›" in body or "»" in body:
+        # Only breadcrumbs use these as separators; their entries may carry versions ("Flow 4.x to 5").
+        return all(len(_WORD.findall(p)) <= 6 for p in parts)
+    # A pipe-separated line with numbers is a table row without outer pipes, not a link bar.
+    return all(len(_WORD.findall(p)) <= 4 for p in parts) and not any(ch.isdigit() for ch in body)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 import pytest
@@ -374,18 +373,6 @@ def test_unreadable_file_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     docs, skips = load(tmp_path)
     assert [d.content for d in docs] == ["public"]
     assert skips == [("locked.md", "permission denied")]
-
-
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores file permissions")
-def test_chmod_000_file_is_skipped(tmp_path: Path) -> None:
-    locked = tmp_path / "locked.md"
-    locked.write_text("secret")
-    locked.chmod(0)
-    try:
-        docs, skips = load(tmp_path)
-    finally:
-        locked.chmod(0o644)
-    assert docs == [] and skips == [("locked.md", "permission denied")]
 
 
 def test_default_skip_handler_logs_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

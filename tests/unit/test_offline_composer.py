@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from evident.alignment.models import AlignmentDecision
 from evident.offline.composer import PREFACE_LEAD, PREFACE_TAIL, answer_coverage, compose_answer, preface
 
@@ -11,7 +14,8 @@ BILLING = "https://help.acme.example/billing"
 POLICY = "https://policies.acme.example/refunds"
 LIMITS = "https://help.acme.example/limits"
 
-_CITES = re.compile(r"((?:\[[^\[\]\s]+\])+)")
+# Citations are bracketed URLs; other brackets ("[1]" footnotes) are source text.
+_CITES = re.compile(r"((?:\[https?://[^\[\]\s]+\])+)")
 
 
 def decision(pid: str, url: str, quote: str, action: str = "kept") -> AlignmentDecision:
@@ -228,3 +232,69 @@ def test_answer_coverage() -> None:
     assert answer_coverage(query, "Nothing relevant here.") == 0.0
     assert 0.0 < answer_coverage(query, "Refunds are possible.") < 1.0
     assert answer_coverage("what is it?", "Some text.") == 1.0
+
+
+def test_quotes_trimmed_by_alignment_keep_their_structure() -> None:
+    from evident.alignment import align
+    from evident.alignment.models import Passage, SourceDocument
+
+    page = (
+        "## Hotels\n\nBook hotels through TripDesk.\n\n| Location | Nightly cap |\n|---|---|\n"
+        "| Standard cities | 250 USD |\n| New York | 350 USD |\n\nCovered items\n\n"
+        "- Wi-Fi in the room.\n- Breakfast when it is not included.\n"
+    )
+    doc = SourceDocument(url=BILLING, content=page)
+    table = page[page.index("| Location") : page.index("\n\nCovered")]
+    passages = [
+        Passage(passage_id="p1", url=BILLING, content=table),
+        Passage(passage_id="p2", url=BILLING, content="## Hotels\n\nBook hotels through TripDesk."),
+        Passage(passage_id="p3", url=BILLING, content="Covered items\n\n- Wi-Fi in the room.\n- Breakfast when it is not included."),
+    ]
+    decisions = align(passages, [doc])
+    assert [d.action for d in decisions] == ["kept"] * 3
+    answer = compose_answer("What is the nightly hotel cap in New York, and is room Wi-Fi covered?", decisions)
+    lines = answer.splitlines()
+    assert f"- Location | Nightly cap [{BILLING}]" in lines
+    assert f"- New York | 350 USD [{BILLING}]" in lines
+    assert f"- Wi-Fi in the room. [{BILLING}]" in lines
+    # Headings (marked up or left bare by HTML extraction) are labels, not statements.
+    assert "Hotels [" not in answer and "Covered items" not in answer
+    assert_grounded(answer, decisions)
+
+
+_QUOTE_LINES = st.sampled_from(
+    [
+        "Annual plans can be refunded within 30 days.",
+        "- Refund item one.",
+        "| Plan | Window |",
+        "|---|---|",
+        "Refunds are not available for:",
+        "Home › Billing",
+        "## Refunds",
+        "e.g. this, etc. and v2.4.1 too.",
+        "",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([BILLING, POLICY, LIMITS]),
+            st.lists(st.one_of(_QUOTE_LINES, st.text(max_size=25)), max_size=8),
+        ),
+        max_size=5,
+    )
+)
+def test_property_every_sentence_is_cited_and_quoted(raw: list[tuple[str, list[str]]]) -> None:
+    decisions = [decision(f"p{i}", url, "\n".join(lines)) for i, (url, lines) in enumerate(raw)]
+    decisions = [d for d in decisions if d.quote.strip()]
+    answer = compose_answer("When can annual plans be refunded?", decisions)
+    if not answer:
+        return
+    for sentence, urls in cited_sentences(answer):
+        assert urls
+        for url in urls:
+            quotes = [norm(d.quote) for d in decisions if d.url == url]
+            assert any(norm(sentence) in q for q in quotes), (sentence, url)

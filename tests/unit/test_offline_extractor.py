@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from evident.alignment.models import SourceDocument
 from evident.offline.extractor import extract_passages
 from evident.offline.sentences import split_sentences
@@ -229,3 +232,48 @@ def test_min_coverage_is_configurable() -> None:
     query = "Does the Lisbon offsite include lunch and a spa afternoon with massages?"
     assert extract_passages(query, docs, min_coverage=0.95) == []
     assert extract_passages(query, docs, min_coverage=0.2)
+
+
+def test_alignment_keeps_every_passage() -> None:
+    from evident.alignment import align
+
+    docs = corpus()
+    for query in (
+        "How many days do I have to get a refund on an annual plan?",
+        "What is not available for a refund?",
+        "Can I pay by bank transfer on a monthly plan?",
+        "How often are encryption keys rotated?",
+        "What is the API rate limit per minute?",
+    ):
+        passages = extract_passages(query, docs)
+        decisions = align(passages, docs)
+        assert passages and [d.action for d in decisions] == ["kept"] * len(passages)
+        assert [d.url for d in decisions] == [p.url for p in passages]
+
+
+_LINE = st.sampled_from(
+    [
+        "# Refunds",
+        "Refunds take 30 days. See Dr. Lee for v2.4.1 exceptions.",
+        "- refund item",
+        "| refund | 30 days |",
+        "|---|---|",
+        "```",
+        "Refunds are not available for:",
+        "Home › Refunds",
+        "",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(_LINE, st.text(max_size=30)), max_size=20), st.sampled_from(["\n", "\r\n"]))
+def test_property_passages_are_exact_substrings(lines: list[str], sep: str) -> None:
+    text = sep.join(lines)
+    docs = [SourceDocument(url="https://a.example/x", content=text), SourceDocument(url="https://a.example/y", content=BILLING)]
+    passages = extract_passages("How long do refunds take?", docs, max_per_document=2)
+    assert len(passages) <= 6
+    for p in passages:
+        doc = next(d for d in docs if d.url == p.url)
+        assert p.content and p.content in doc.content and p.content == p.content.strip()
+    assert sum(p.url.endswith("/x") for p in passages) <= 2
