@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show-misses", action="store_true", help="list questions whose answer missed")
     args = ap.parse_args(argv)
 
+    from evident.answer import parse_answer
     from evident.connectors.local import LocalCorpusRetriever
     from evident.context import EvidentContext
     from evident.graph import build_graph
@@ -75,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     answerable = [r for r in rows if r["q"]["answerable"]]
     unanswerable = [r for r in rows if not r["q"]["answerable"]]
 
+    def first_cited(answer: str) -> str:
+        return next((u.text for line in parse_answer(answer) for u in line.units if u.urls), "")
+
     def has_evidence(text: str, q: dict[str, Any]) -> bool:
         flat = squash(text)
         return any(squash(e) in flat for e in q["gold_evidence"])
@@ -82,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     halluc = sum(bool(r["cited"] - r["retrieved"]) for r in rows)
     gold_hit = sum(bool(r["cited"] & set(r["q"]["gold_urls"])) for r in answerable)
     evid = sum(has_evidence(r["answer"], r["q"]) for r in answerable)
+    first = sum(has_evidence(first_cited(r["answer"]), r["q"]) for r in answerable)
+    sentences = [sum(1 for line in parse_answer(r["answer"]) for u in line.units if u.urls) for r in answerable]
     abstain = sum(r["answer"] == INSUFFICIENT_ANSWER for r in unanswerable)
     false_abstain = sum(r["answer"] == INSUFFICIENT_ANSWER for r in answerable)
     bm25_hit = sum(r["top1_url"] in r["q"]["gold_urls"] for r in answerable)
@@ -97,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'citations outside retrieved docs (answers)':<44} {ci(halluc, len(rows)):<28} {'0 by construction':<28}")
     print(f"{'gold URL cited (answerable)':<44} {ci(gold_hit, len(answerable)):<28} {ci(bm25_hit, len(answerable)):<28}")
     print(f"{'gold evidence sentence in answer':<44} {ci(evid, len(answerable)):<28} {ci(bm25_evid, len(answerable)) + ' *':<28}")
+    print(f"{'... in the first cited sentence':<44} {ci(first, len(answerable)):<28} {'-':<28}")
+    print(f"{'cited sentences per answer (median)':<44} {statistics.median(sentences) if sentences else 0:<28} {'-':<28}")
     print(f"{'abstained on unanswerable':<44} {ci(abstain, len(unanswerable)):<28} {'never abstains':<28}")
     print(f"{'abstained on answerable':<44} {ci(false_abstain, len(answerable)):<28} {'-':<28}")
     print(f"{'gold URL among retrieved (recall@top_n)':<44} {ci(retrieval_recall, len(answerable)):<28} {'-':<28}")

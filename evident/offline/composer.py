@@ -20,7 +20,7 @@ __all__ = ["compose_answer", "answer_coverage", "preface", "PREFACE_LEAD", "PREF
 
 PREFACE_LEAD = "The documentation does not explicitly state"
 PREFACE_TAIL = "Here are some details from the documentation which may help:"
-MAX_SENTENCES = 8
+MAX_SENTENCES = 6
 PASSAGE_RELEVANCE = 0.5
 
 

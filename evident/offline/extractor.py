@@ -124,6 +124,18 @@ def _analyse(text: str) -> _Doc:
     return _Doc(tuple(out), frozenset().union(*(u.terms for u in out)))
 
 
+# An archived or deprecated page still answers questions about the past, but its rule must not
+# outrank the current one that says the same thing in nearly the same words.
+SUPERSEDED = 0.5
+_STALE = ("archived", "deprecated", "superseded", "obsolete", "outdated")
+
+
+def is_superseded(doc: SourceDocument) -> bool:
+    """Marked stale by its metadata (`status: archived`, …) or by a title such as "ARCHIVED - …"."""
+    status = str(doc.metadata.get("status", "")).strip().casefold()
+    return status in _STALE or doc.title.lstrip("[( ").casefold().startswith(_STALE)
+
+
 class _Scorer:
     """Query-term weights from IDF over the retrieved sentences, and the scores built on them."""
 
@@ -159,6 +171,7 @@ class _Scorer:
             if u.key:
                 copies[u.key] = copies.get(u.key, 0) + 1
         self.repeats = {k: c for k, c in copies.items() if c > 1}
+        self.superseded = [is_superseded(d) for d in documents]
 
     def coverage(self, terms: frozenset[str], doc: int) -> float:
         """Share of the query weight a window covers; names count when its document names them."""
@@ -177,6 +190,8 @@ class _Scorer:
     def factor(self, doc: int, key: tuple[str, ...], n_words: int) -> float:
         """Multipliers that do not depend on the query terms: rank, repetition, length."""
         f = 1.0 + RANK_BONUS / (1 + doc)
+        if self.superseded[doc]:
+            f *= SUPERSEDED
         copies = self.repeats.get(key, 1)
         if copies >= 3:
             f *= REPEATED_IN_3

@@ -277,3 +277,21 @@ def test_property_passages_are_exact_substrings(lines: list[str], sep: str) -> N
         doc = next(d for d in docs if d.url == p.url)
         assert p.content and p.content in doc.content and p.content == p.content.strip()
     assert sum(p.url.endswith("/x") for p in passages) <= 2
+
+
+def test_superseded_page_does_not_outrank_the_current_rule() -> None:
+    current = SourceDocument(
+        url="https://policies.example/travel", title="Travel policy",
+        content="# Travel policy\n\nExpense reports must be submitted within 30 days of the trip's end date.\n",
+    )
+    old = SourceDocument(
+        url="https://policies.example/archive/travel", title="Travel policy (2024)",
+        metadata={"status": "archived"},
+        content="# Travel policy\n\nExpense reports had to be submitted within 45 days of the trip's end date.\n",
+    )
+    query = "How many days do I have to submit expense reports after the trip's end date?"
+    for docs in ([old, current], [current, old]):
+        passages = extract_passages(query, docs)
+        assert passages[0].url == current.url, passages
+    titled = old.model_copy(update={"metadata": {}, "title": "ARCHIVED - Travel policy (2024)"})
+    assert extract_passages(query, [titled, current])[0].url == current.url
