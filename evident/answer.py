@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from evident.alignment import AlignmentDecision, IndexCache, SourceDocument, align, overlap_n, quote_of
 from evident.models import Citation
@@ -95,6 +96,28 @@ def support(text: str, decision: AlignmentDecision, n: int) -> float:
     return max((overlap_n(text, q, n) for q in parts), default=0.0)
 
 
+class SupportMeasure(Protocol):
+    """How verify and postprocess judge a sentence against a passage: a score and its pass rule."""
+
+    def score(self, text: str, decision: AlignmentDecision) -> float: ...
+
+    def passes(self, score: float) -> bool: ...
+
+
+@dataclass(frozen=True)
+class NgramSupport:
+    """The default measure: the paper's n-gram overlap against the passage quote, above `threshold`."""
+
+    n: int
+    threshold: float
+
+    def score(self, text: str, decision: AlignmentDecision) -> float:
+        return support(text, decision, self.n)
+
+    def passes(self, score: float) -> bool:
+        return score > self.threshold
+
+
 def check_answer(
     lines: list[Line],
     verified: Sequence[AlignmentDecision],
@@ -102,6 +125,7 @@ def check_answer(
     n: int,
     threshold: float,
     unsupported: str = "remove",
+    measure: SupportMeasure | None = None,
 ) -> tuple[list[Line], list[str]]:
     """Keep only citations to verified passages that support their sentence (DESIGN §2 verify).
 
@@ -109,6 +133,7 @@ def check_answer(
     repaired to the verified passage that supports it best, else removed (or flagged).
     Returns the checked lines and the sentences that were removed or flagged.
     """
+    m = measure or NgramSupport(n, threshold)  # model-written answers pass their own measure
     by_url: dict[str, list[AlignmentDecision]] = {}
     for d in verified:
         by_url.setdefault(d.url, []).append(d)
@@ -122,16 +147,16 @@ def check_answer(
                 kept.append(u)
                 continue
             scores = {
-                url: max(support(u.text, d, n) for d in by_url[url]) for url in u.urls if url in by_url
+                url: max(m.score(u.text, d) for d in by_url[url]) for url in u.urls if url in by_url
             }
-            good = [url for url, s in scores.items() if s > threshold]
+            good = [url for url, s in scores.items() if m.passes(s)]
             if not good:
                 best = max(
-                    ((support(u.text, d, n), i, d.url) for i, d in enumerate(verified)),
+                    ((m.score(u.text, d), i, d.url) for i, d in enumerate(verified)),
                     key=lambda t: (t[0], -t[1]),
                     default=(0.0, 0, ""),
                 )
-                if best[0] > threshold:
+                if m.passes(best[0]):
                     good = [best[2]]
             if good:
                 u.urls = good
@@ -154,12 +179,14 @@ def resolve_citation(
     *,
     n: int,
     threshold: float,
+    measure: SupportMeasure | None = None,
 ) -> Citation:
     """The passages of `url` that support `sentence`, and the exact spans of the sentence in them."""
+    m = measure or NgramSupport(n, threshold)
     doc = next((d for d in documents if d.url == url), None)
     mine = [d for d in verified if d.url == url]
-    scored = sorted(((support(sentence, d, n), i, d) for i, d in enumerate(mine)), key=lambda t: (-t[0], t[1]))
-    supporting = [d for s, _, d in scored if s > threshold] or [d for _, _, d in scored[:1]]
+    scored = sorted(((m.score(sentence, d), i, d) for i, d in enumerate(mine)), key=lambda t: (-t[0], t[1]))
+    supporting = [d for s, _, d in scored if m.passes(s)] or [d for _, _, d in scored[:1]]
     spans: list[tuple[int, int]] = []
     if doc is not None and supporting:
         cache = IndexCache(max_chars=1_000_000)

@@ -45,16 +45,42 @@ def verify(
 
 @app.command()
 def index(
-    sources: Annotated[list[Path], typer.Argument(help="Corpus folders or JSONL files.")],
+    sources: Annotated[Optional[list[Path]], typer.Argument(help="Corpus folders or JSONL files.")] = None,
     index_path: Annotated[
         Optional[Path], typer.Option("--index", help="Index file (default: one per set of sources).")
+    ] = None,
+    config: Annotated[
+        Optional[Path],
+        typer.Option("--config", help="Refresh the local and docs sources of this evident.toml (crawls docs sites)."),
+    ] = None,
+    only: Annotated[
+        Optional[list[str]], typer.Option("--source", help="With --config: only this source (repeatable).")
     ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Build or refresh the embedded search index (only changed files are re-read)."""
+    if config is not None:
+        from evident.commands.common import fail
+        from evident.commands.sources import run_index
+
+        if sources:
+            fail("index", "give either corpus paths or --config, not both")
+        raise typer.Exit(run_index(config, only or [], json_out))
     from evident.commands.index import run
 
-    raise typer.Exit(run(sources, index_path, json_out))
+    raise typer.Exit(run(sources or [], index_path, json_out))
+
+
+@app.command()
+def sources(
+    config: Annotated[Optional[Path], typer.Option("--config", help="evident.toml settings file.")] = None,
+    query: Annotated[str, typer.Option("--query", help="Probe query sent to every source.")] = "help",
+    json_out: JsonFlag = False,
+) -> None:
+    """List the configured sources and check that each one answers (with its latency)."""
+    from evident.commands.sources import run
+
+    raise typer.Exit(run(config, query=query, json_out=json_out))
 
 
 @app.command()
@@ -68,13 +94,17 @@ def ask(
     batch: Annotated[
         Optional[Path], typer.Option("--batch", help="JSONL of {id, query}: one JSON line out per line in.")
     ] = None,
+    user: Annotated[Optional[str], typer.Option("--user", help="Ask as this user (document permissions).")] = None,
+    group: Annotated[Optional[list[str]], typer.Option("--group", help="A group of --user (repeatable).")] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Answer a question: every sentence cited, every citation resolved to its source span."""
     from evident.commands.ask import run
 
+    principal = {"user": user or "", "groups": group or []} if (user or group) else None
     raise typer.Exit(
-        run(question, corpus=corpus, config=config, index=index_path, batch=batch, json_out=json_out)
+        run(question, corpus=corpus, config=config, index=index_path, batch=batch, json_out=json_out,
+            principal=principal)
     )
 
 

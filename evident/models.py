@@ -17,6 +17,11 @@ class Principal(BaseModel):
 
     user: str = ""
     groups: list[str] = Field(default_factory=list)
+    ids: dict[str, str] = Field(
+        default_factory=dict,
+        description="The user's id in a source system, by source name (e.g. a Confluence accountId); "
+        "`user` is used where none is given.",
+    )
 
 
 class SourceError(BaseModel):
@@ -25,6 +30,16 @@ class SourceError(BaseModel):
     source: str
     kind: Literal["timeout", "error", "config", "model"] = "error"
     message: str
+
+
+class SourceRun(BaseModel):
+    """How one source answered one query: counts and timing only, never titles or text."""
+
+    source: str
+    status: Literal["ok", "empty", "error", "timeout", "config"]
+    documents: int = Field(0, description="documents kept from this source after permission filtering")
+    denied: int = Field(0, description="documents dropped because the caller may not see them")
+    latency_ms: float = 0.0
 
 
 class RetrievedRef(BaseModel):
@@ -45,5 +60,5 @@ class Citation(BaseModel):
 
 __all__ = [
     "INSUFFICIENT_ANSWER", "AlignmentDecision", "Citation", "Passage", "Principal", "RetrievedRef",
-    "SourceDocument", "SourceError", "Status",
+    "SourceDocument", "SourceError", "SourceRun", "Status",
 ]

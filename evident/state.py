@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from typing_extensions import NotRequired, Required, TypedDict
 
+from evident.llm_output import BatchExtraction, merge_extractions
 from evident.models import (
     AlignmentDecision,
     Citation,
@@ -19,6 +20,7 @@ from evident.models import (
     RetrievedRef,
     SourceDocument,
     SourceError,
+    SourceRun,
 )
 
 
@@ -40,11 +42,15 @@ class EvidentState(TypedDict, total=False):
     documents: list[SourceDocument]
     retrieved: list[RetrievedRef]
     source_errors: Annotated[list[SourceError], operator.add]
+    source_runs: list[SourceRun]  # per source: status, documents kept, documents denied, latency
+    acl_dropped: int  # documents removed because the principal may not see them (a count, no titles)
     model_errors: Annotated[list[SourceError], operator.add]
     passages: list[Passage]
+    extractions: Annotated[list[BatchExtraction], merge_extractions]  # LLM extraction batches
     alignment: list[AlignmentDecision]
     verified: list[AlignmentDecision]
     draft: str
+    generated_by: str  # "model" or "offline": which measure verify applies to the draft
     removed_sentences: list[str]
     answer: str
     citations: list[Citation]

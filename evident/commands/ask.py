@@ -28,6 +28,8 @@ def result_json(state: dict[str, Any], query: str, qid: Any = None) -> dict[str,
         passages=dump(state.get("passages")),
         alignment=dump(state.get("alignment")),
         source_errors=dump(state.get("source_errors")),
+        source_runs=dump(state.get("source_runs")),
+        acl_dropped=state.get("acl_dropped", 0),
         model_errors=dump(state.get("model_errors")),
         timings_ms=state.get("timings_ms", {}),
     )
@@ -61,9 +63,10 @@ def _context(corpus: list[Path] | None, config: Path | None, index: Path | None)
         fail("ask", str(exc))
 
 
-def _invoke(graph: Any, ctx: Any, query: str) -> dict[str, Any]:
+def _invoke(graph: Any, ctx: Any, query: str, principal: dict[str, Any] | None = None) -> dict[str, Any]:
+    inputs: dict[str, Any] = {"query": query} if principal is None else {"query": query, "principal": principal}
     try:
-        return dict(graph.invoke({"query": query}, context=ctx))
+        return dict(graph.invoke(inputs, context=ctx))
     except Exception as exc:  # one failing query must not take the batch (or a traceback) with it
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
 
@@ -76,6 +79,8 @@ def _print_human(res: dict[str, Any]) -> None:
     out = Console(highlight=False, soft_wrap=True)
     out.print(f"[bold]Q:[/] {escape(res['query'])}")
     out.print(f"[bold]Status:[/] {res['status']}")
+    if res.get("acl_dropped"):
+        out.print(f"[dim]{res['acl_dropped']} retrieved document(s) hidden: you may not see them[/]")
     for e in res["source_errors"] + res["model_errors"]:
         out.print(f"[yellow]warning:[/] {escape(e['source'])}: {escape(e['message'])}")
     out.print()
@@ -102,6 +107,7 @@ def run(
     index: Path | None,
     batch: Path | None,
     json_out: bool,
+    principal: dict[str, Any] | None = None,
 ) -> int:
     logging.basicConfig(level=logging.WARNING, format="evident: warning: %(message)s")
     if batch is not None and question is not None:
@@ -115,7 +121,7 @@ def run(
 
     if batch is None:
         assert question is not None
-        res = result_json(_invoke(graph, ctx, question), question)
+        res = result_json(_invoke(graph, ctx, question, principal), question)
         if json_out:
             print_json(res)
         elif res["status"] == "error":
@@ -123,7 +129,7 @@ def run(
         else:
             _print_human(res)
         return ERROR_EXIT if res["status"] == "error" else 0
-    return _run_batch(graph, ctx, batch, json_out)
+    return _run_batch(graph, ctx, batch, json_out, principal)
 
 
 def _read_batch(batch: Path) -> list[tuple[int, Any, Any, str | None]]:
@@ -152,7 +158,7 @@ def _read_batch(batch: Path) -> list[tuple[int, Any, Any, str | None]]:
     return items
 
 
-def _run_batch(graph: Any, ctx: Any, batch: Path, json_out: bool) -> int:
+def _run_batch(graph: Any, ctx: Any, batch: Path, json_out: bool, principal: dict[str, Any] | None = None) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -167,7 +173,7 @@ def _run_batch(graph: Any, ctx: Any, batch: Path, json_out: bool) -> int:
                 res = error_json(query, problem, qid, line=no)
                 warn("ask", problem)
             else:
-                res = result_json(_invoke(graph, ctx, query), query, qid)
+                res = result_json(_invoke(graph, ctx, query, principal), query, qid)
             failures += res["status"] == "error"
             if json_out:
                 print_json(res)

@@ -2,6 +2,14 @@
 
     START → retrieve → extract → align ─┬─ no verified passage → insufficient → postprocess → END
                                         └─ verified passages  → generate → verify → postprocess → END
+
+In LLM mode, `retrieve` fans out to one `extract_batch` task per batch of documents that fits the
+model's context budget (LangGraph `Send`, run in parallel), and `extract` merges their passages:
+
+    retrieve ─┬─ Send → extract_batch ─┬→ extract
+              └─ Send → extract_batch ─┘
+
+A retrieval error goes straight to `postprocess`.
 """
 
 from __future__ import annotations
@@ -11,18 +19,18 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from evident.context import EvidentContext
+from evident.llm import DEFAULT_MODELS, Models
 from evident.nodes.align import align, route_after_align
-from evident.nodes.extract import extract
-from evident.nodes.generate import generate
+from evident.nodes.extract import make_extract_nodes
+from evident.nodes.generate import make_generate
 from evident.nodes.insufficient import insufficient
 from evident.nodes.postprocess import postprocess
 from evident.nodes.retrieve import RetrieverFactory, make_retrieve
 from evident.nodes.verify import verify
 from evident.state import EvidentState, InputState
+from evident.tokens import TokenCounter
 
-
-def _route_after_retrieve(state: EvidentState) -> str:
-    return "postprocess" if state.get("status") == "error" else "extract"
+MAX_PARALLEL_TASKS = 32
 
 
 def build_graph(
@@ -30,33 +38,46 @@ def build_graph(
     retriever: Any = None,
     retriever_factory: RetrieverFactory | None = None,
     name: str = "evident",
+    chat_model: Any = None,
+    token_counter: TokenCounter | None = None,
 ) -> Any:
     """Compile an EvidenT graph.
 
     `retriever`: any LangChain `BaseRetriever` to use instead of the local corpus index;
     `retriever_factory`: a callable `EvidentContext -> BaseRetriever` (chosen per run).
     With neither, the embedded local index over `EvidentContext.corpus` is used.
+    `chat_model`: any LangChain chat model, or a callable `EvidentContext -> chat model`, for the
+    extraction and generation calls; by default a `ChatOpenAI` is built from the run's settings
+    (`EvidentContext.model`, `base_url`, the API key) when one is configured.
+    `token_counter`: a callable `str -> int` (the model's own tokenizer) for the context budget;
+    by default `EvidentContext.token_counter` chooses (evident/tokens.py).
     """
     if retriever is not None and retriever_factory is not None:
         raise ValueError("pass either retriever or retriever_factory, not both")
     factory = (lambda _ctx: retriever) if retriever is not None else retriever_factory
     builder = StateGraph(EvidentState, input_schema=InputState, context_schema=EvidentContext)
+    models = DEFAULT_MODELS if chat_model is None else Models(chat_model)
+    route_extraction, extract_batch, extract = make_extract_nodes(models, token_counter)
     builder.add_node("retrieve", make_retrieve(factory))
+    builder.add_node("extract_batch", extract_batch)
     builder.add_node("extract", extract)
     builder.add_node("align", align)
     builder.add_node("insufficient", insufficient)
-    builder.add_node("generate", generate)
+    builder.add_node("generate", make_generate(models))
     builder.add_node("verify", verify)
     builder.add_node("postprocess", postprocess)
     builder.add_edge(START, "retrieve")
-    builder.add_conditional_edges("retrieve", _route_after_retrieve, ["extract", "postprocess"])
+    builder.add_conditional_edges("retrieve", route_extraction, ["extract_batch", "extract", "postprocess"])
+    builder.add_edge("extract_batch", "extract")
     builder.add_edge("extract", "align")
     builder.add_conditional_edges("align", route_after_align, ["generate", "insufficient"])
     builder.add_edge("generate", "verify")
     builder.add_edge("verify", "postprocess")
     builder.add_edge("insufficient", "postprocess")
     builder.add_edge("postprocess", END)
-    return builder.compile(name=name)
+    # LangGraph's default thread pool holds min(32, CPUs + 4) threads: on a small machine it would run
+    # the extraction batches in waves. Allow all of them (max_extract_batches) at once.
+    return builder.compile(name=name).with_config(max_concurrency=MAX_PARALLEL_TASKS)
 
 
 graph = build_graph()

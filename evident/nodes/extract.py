@@ -1,28 +1,144 @@
 """extract (paper §3.2): candidate verbatim passages from the retrieved documents.
 
-Offline mode uses the deterministic lexical extractor. The LLM extractor is not part of this
-version; a configured model is reported in `model_errors` and the offline extractor answers.
+LLM mode fans out: `route_extraction` packs the documents into batches that fit the context budget
+and sends one `extract_batch` task per batch (LangGraph `Send`, run in parallel); `extract` then
+merges their passages, de-duplicated, in batch order. A batch whose model call fails is extracted
+by the offline extractor instead and reported in `model_errors`. Offline mode (no model) runs the
+deterministic lexical extractor over all documents, as before.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from evident.models import SourceError
+from langgraph.types import Send
+
+from evident.alignment import nfkc_casefold
+from evident.alignment.models import Passage, SourceDocument
+from evident.context import EvidentContext
+from evident.extraction import extract_with_model
+from evident.llm import DEFAULT_MODELS, ModelFailure, Models, describe_failure
+from evident.llm_output import BatchExtraction
 from evident.nodes.common import settings, timed
 from evident.offline.extractor import extract_passages
+from evident.prompts.render import render_document
 from evident.state import EvidentState
+from evident.tokens import TokenCounter, make_counter, plan_batches
+
+OFFLINE_FALLBACK = "used the offline extractor"
+log = logging.getLogger(__name__)
+Node = Callable[..., dict[str, Any]]
 
 
-def extract(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
-    ctx = settings(runtime)
-    update: dict[str, Any] = {}
-    with timed("extract", update):
-        if ctx.resolved_mode == "llm":
-            update["model_errors"] = [SourceError(
-                source=ctx.model or "model", kind="model",
-                message="the LLM extraction path is not available in this version; used the offline extractor",
-            )]
+def _key(url: str, text: str) -> tuple[str, str]:
+    return url.strip().rstrip("/").lower(), " ".join(nfkc_casefold(text).split())
+
+
+def merge_passages(groups: Sequence[Sequence[Passage]]) -> list[Passage]:
+    """Passages of all batches in order, each kept once: exact repeats (modulo case and whitespace)
+    and passages contained in a longer passage of the same document are dropped. Ids are renumbered
+    p1, p2, … because every batch numbers its own passages from 1."""
+    flat = [p for group in groups for p in group]
+    keys = [_key(p.url, p.content) for p in flat]
+    keep: list[Passage] = []
+    seen: set[tuple[str, str]] = set()
+    for i, (p, (url, text)) in enumerate(zip(flat, keys)):
+        if not text or (url, text) in seen:
+            continue
+        inside = any(
+            j != i and u == url and text != t and text in t for j, (u, t) in enumerate(keys)
+        )
+        if inside:
+            continue
+        seen.add((url, text))
+        keep.append(p)
+    return [p.model_copy(update={"passage_id": f"p{i}"}) for i, p in enumerate(keep, 1)]
+
+
+def make_extract_nodes(
+    models: Models, token_counter: TokenCounter | None = None
+) -> tuple[Callable[..., Any], Node, Node]:
+    """(route_extraction, extract_batch, extract) bound to one source of chat models."""
+
+    def counter(ctx: EvidentContext) -> TokenCounter:
+        return token_counter or make_counter(ctx)
+
+    def route_extraction(state: EvidentState, runtime: Any = None) -> Any:
+        """After retrieve: stop on an error, fan out to the model, or extract offline."""
+        if state.get("status") == "error":
+            return "postprocess"
+        ctx = settings(runtime)
         docs = state.get("documents") or []
-        update["passages"] = extract_passages(state["query"], docs, max_passages=ctx.max_passages) if docs else []
-    return update
+        if not docs or not models.enabled(ctx):
+            return "extract"
+        try:
+            models.get(ctx, "extract")  # a configuration problem is reported once, by `extract`
+        except Exception:
+            return "extract"
+        try:
+            batches = plan_batches(docs, budget=ctx.context_budget_tokens, count=counter(ctx),
+                                   render=render_document, max_batches=ctx.max_extract_batches)
+        except Exception:  # a broken (injected) token counter must not fail the query
+            log.warning("planning extraction batches failed; one batch per document", exc_info=True)
+            batches = [[d] for d in docs[: ctx.max_extract_batches]]
+        return [
+            Send("extract_batch", {"query": state["query"], "batch": i, "of": len(batches), "documents": batch})
+            for i, batch in enumerate(batches, 1)
+        ] or "extract"
+
+    def extract_batch(payload: dict[str, Any], runtime: Any = None) -> dict[str, Any]:
+        """One extraction call over one batch (a `Send` task)."""
+        ctx = settings(runtime)
+        i, of = int(payload["batch"]), int(payload["of"])
+        docs: list[SourceDocument] = list(payload["documents"])
+        update: dict[str, Any] = {}
+        with timed(f"extract_batch_{i}", update):
+            try:
+                passages, note = extract_with_model(models.get(ctx, "extract"), ctx, payload["query"], docs)
+                result = BatchExtraction(batch=i, of=of, documents=docs, passages=passages, note=note)
+            except Exception as exc:  # any model failure degrades this batch, never the query
+                failure = describe_failure(exc, ctx)
+                step = f"extract (batch {i} of {of})" if of > 1 else "extract"
+                update["model_errors"] = [failure.to_error(models.name(ctx), step, OFFLINE_FALLBACK)]
+                result = BatchExtraction(batch=i, of=of, documents=docs, failed=True, note=failure.message)
+        update["extractions"] = [result]
+        return update
+
+    def extract(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
+        ctx = settings(runtime)
+        update: dict[str, Any] = {}
+        docs = state.get("documents") or []
+        with timed("extract", update):
+            if not models.enabled(ctx):
+                update["passages"] = (
+                    extract_passages(state["query"], docs, max_passages=ctx.max_passages) if docs else []
+                )
+                return update
+            update.update(mode="llm", extractions=None)
+            batches = sorted(state.get("extractions") or [], key=lambda b: b.batch)
+            if docs and not batches:
+                # The router found no usable model: say why once, answer this step offline.
+                try:
+                    models.get(ctx, "extract")
+                    reason = ModelFailure("model", "no extraction call was made")
+                except Exception as exc:
+                    reason = describe_failure(exc, ctx)
+                update["model_errors"] = [reason.to_error(models.name(ctx), "extract", OFFLINE_FALLBACK)]
+                update["passages"] = extract_passages(state["query"], docs, max_passages=ctx.max_passages)
+                return update
+            groups = [b.passages for b in batches if not b.failed]
+            failed = [b for b in batches if b.failed]
+            if failed:
+                # Every batch failed: exactly the offline engine's passages. Some failed: the offline
+                # extractor reads just the text those calls could not.
+                offline_docs = docs if len(failed) == len(batches) else [d for b in failed for d in b.documents]
+                groups.append(extract_passages(state["query"], offline_docs, max_passages=ctx.max_passages))
+            update["passages"] = merge_passages(groups)
+        return update
+
+    return route_extraction, extract_batch, extract
+
+
+route_extraction, extract_batch, extract = make_extract_nodes(DEFAULT_MODELS)

@@ -1,16 +1,65 @@
-"""generate (paper §3.4): the answer, written from verified passages only, a [url] per sentence."""
+"""generate (paper §3.4): the answer, written from verified passages only, a [url] per sentence.
+
+LLM mode: one call with the generation prompt (App. D.2) over the verified passages' quotes. When
+the caller streams with `stream_mode="messages"`, its tokens stream from here; they are the draft,
+before `verify` has checked them, and the final `answer` is what to show. A failed call (timeout,
+429 after retries, refusal, empty reply, a reply citing nothing) falls back to the offline
+extractive composer and is reported in `model_errors`. Offline mode: the composer.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from evident.nodes.common import timed
+from evident.answer import CITATION
+from evident.llm import DEFAULT_MODELS, ModelFailure, Models, call_with_retries, describe_failure, refusal_of, text_of
+from evident.nodes.common import settings, timed
 from evident.offline.composer import compose_answer
+from evident.prompts.generation import GENERATION_PROMPT
+from evident.prompts.render import render_passages
 from evident.state import EvidentState
 
+OFFLINE_FALLBACK = "used the offline composer"
+_CALL_CONFIG: dict[str, Any] = {"run_name": "generate_answer"}
 
-def generate(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
-    update: dict[str, Any] = {}
-    with timed("generate", update):
-        update["draft"] = compose_answer(state["query"], state.get("verified") or [])
-    return update
+
+def generate_with_model(model: Any, ctx: Any, state: EvidentState) -> str:
+    """The model's draft; raises `ModelFailure` when there is no usable one."""
+    messages = GENERATION_PROMPT.format_messages(
+        passages=render_passages(state.get("verified") or [], state.get("documents") or []), query=state["query"]
+    )
+    message = call_with_retries(lambda: model.invoke(messages, config=_CALL_CONFIG), ctx)
+    refusal = refusal_of(message)
+    if refusal:
+        raise ModelFailure("model", f"the model refused: {refusal}")
+    draft = text_of(message).strip()
+    if not draft:
+        raise ModelFailure("model", "the model returned an empty answer")
+    if not CITATION.search(draft):
+        # Nothing verify could check: a refusal in prose, or an answer that ignored the format.
+        raise ModelFailure("model", "the model's answer cites no URL")
+    return draft
+
+
+def make_generate(models: Models) -> Callable[..., dict[str, Any]]:
+    def generate(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
+        ctx = settings(runtime)
+        update: dict[str, Any] = {}
+        with timed("generate", update):
+            if models.enabled(ctx):
+                try:
+                    update["draft"] = generate_with_model(models.get(ctx, "generate"), ctx, state)
+                    update["generated_by"] = "model"
+                    return update
+                except Exception as exc:  # any model failure degrades this step, never the query
+                    failure = describe_failure(exc, ctx)
+                    update["model_errors"] = [failure.to_error(models.name(ctx), "generate", OFFLINE_FALLBACK)]
+            update["draft"] = compose_answer(state["query"], state.get("verified") or [])
+            update["generated_by"] = "offline"
+        return update
+
+    return generate
+
+
+generate = make_generate(DEFAULT_MODELS)

@@ -8,6 +8,7 @@ from evident.answer import apply_glossary, parse_answer, render_answer, resolve_
 from evident.models import INSUFFICIENT_ANSWER
 from evident.nodes.common import settings, timed
 from evident.state import EvidentState
+from evident.support import GeneratedSentenceSupport
 
 
 def postprocess(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
@@ -24,9 +25,10 @@ def postprocess(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
             answer, citations = INSUFFICIENT_ANSWER, []
         else:
             pairs = [(u, url) for u in cited for url in dict.fromkeys(u.urls)]
+            measure = GeneratedSentenceSupport(ctx.sentence_threshold) if state.get("generated_by") == "model" else None
             citations = [
                 resolve_citation(u.text, url, state.get("verified") or [], state.get("documents") or [],
-                                 n=ctx.ngram_n, threshold=ctx.threshold)
+                                 n=ctx.ngram_n, threshold=ctx.threshold, measure=measure)
                 for u, url in pairs
             ]
             # Spans were located with the source's wording; the glossary only restyles the answer.

@@ -1,0 +1,150 @@
+"""`evident sources`: list the configured sources and check that each one answers.
+
+`evident index --config` also lands here: it refreshes the sources that have an embedded index
+(local folders and crawled documentation sites); wikis are searched live and need no index.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evident.commands.common import fail, print_json, warn
+
+PROBE_QUERY = "help"
+
+
+def _context(config: Path | None) -> Any:
+    from evident.context import ConfigError, EvidentContext
+
+    try:
+        return EvidentContext.from_env(config)
+    except ConfigError as exc:
+        fail("sources", str(exc))
+
+
+def _raw_sources(ctx: Any) -> list[Any]:
+    """The configured sources; with none, the default corpus is the one source there is."""
+    if ctx.sources:
+        extra: list[dict[str, Any]] = [{"name": "local", "type": "local", "paths": list(ctx.corpus)}] if ctx.corpus else []
+        if extra and ctx.index_path:
+            extra[0]["index_path"] = ctx.index_path
+        names = {s.get("name") for s in ctx.sources if isinstance(s, dict)}
+        if extra and "local" in names:
+            extra[0]["name"] = "corpus"
+        return [*extra, *ctx.sources]
+    return [{"name": "local", "type": "local", "paths": ctx.corpus_paths()}]
+
+
+def check_sources(ctx: Any, query: str = PROBE_QUERY) -> list[dict[str, Any]]:
+    """One row per source: its settings summary and how it answered `query` (no titles, no text)."""
+    from evident.connectors.config import Defaults, build_sources
+    from evident.connectors.federated import FederatedRetriever
+
+    raws = _raw_sources(ctx)
+    sources, errors = build_sources(raws, Defaults(k=ctx.k, timeout_s=ctx.retrieve_timeout_s))
+    result = FederatedRetriever(sources=sources, unavailable=errors, top_n=ctx.top_n).search(query)
+    runs = {r.source: r for r in result.runs}
+    messages: dict[str, str] = {}
+    for error in result.errors:
+        messages.setdefault(error.source, error.message)
+    built = {s.name: s for s in sources}
+    rows = []
+    for position, raw in enumerate(raws, start=1):
+        name = raw.get("name") if isinstance(raw, dict) and isinstance(raw.get("name"), str) else f"#{position}"
+        run = runs.get(name)
+        source = built.get(name)
+        rows.append({
+            "name": name,
+            "type": raw.get("type", "") if isinstance(raw, dict) else "",
+            "source_type": source.source_type if source else "",
+            "status": run.status if run else "config",
+            "latency_ms": run.latency_ms if run and run.status != "config" else None,
+            "documents": (run.documents + run.denied) if run else 0,
+            "timeout_s": source.timeout_s if source else None,
+            "message": messages.get(name, ""),
+        })
+    return rows
+
+
+def run(config: Path | None, *, query: str, json_out: bool) -> int:
+    ctx = _context(config)
+    rows = check_sources(ctx, query)
+    healthy = all(row["status"] in {"ok", "empty"} for row in rows)
+    if json_out:
+        print_json({"query": query, "ok": healthy, "sources": rows})
+    else:
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.table import Table
+
+        table = Table(title=f"Sources (probe query {query!r})", expand=False)
+        for column in ("name", "type", "status", "latency", "hits", "message"):
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            colour = "green" if row["status"] in {"ok", "empty"} else "red"
+            latency = f"{row['latency_ms']:.0f} ms" if row["latency_ms"] is not None else "-"
+            table.add_row(escape(row["name"]), escape(row["type"]), f"[{colour}]{row['status']}[/]", latency,
+                          str(row["documents"]), escape(row["message"]))
+        Console(highlight=False, soft_wrap=True).print(table)
+    return 0 if healthy else 1
+
+
+def run_index(config: Path, only: list[str], json_out: bool) -> int:
+    """Refresh the index of every local and docs source in `config` (or of the ones named in `only`)."""
+    from evident.connectors.config import DocsSettings, LocalSettings, crawl_settings, docs_index_path, parse_settings
+    from evident.connectors.docs_site import refresh_docs_index
+    from evident.connectors.index import IndexFileError, LocalIndex, default_index_path
+    from evident.connectors.loaders import CorpusError
+    from evident.connectors.source import SourceConfigError, SourceFailure
+
+    ctx = _context(config)
+    raws = _raw_sources(ctx)
+    known = {raw.get("name") for raw in raws if isinstance(raw, dict)}
+    for name in only:
+        if name not in known:
+            fail("index", f"no source named {name!r} in {config}")
+    rows: list[dict[str, Any]] = []
+    for position, raw in enumerate(raws, start=1):
+        row: dict[str, Any] = {"name": raw.get("name", f"#{position}") if isinstance(raw, dict) else f"#{position}"}
+        if only and row["name"] not in only:
+            continue
+        try:
+            settings = parse_settings(raw, position)
+            row["type"] = settings.type
+            if isinstance(settings, LocalSettings):
+                paths = [settings.path(p) for p in settings.paths]
+                target = settings.path(settings.index_path) if settings.index_path else default_index_path(paths)
+                with LocalIndex(target) as index:
+                    stats = [index.add_corpus(p, on_skip=lambda f, why: warn("index", f"{row['name']}: skipped {f}: {why}"))
+                             for p in paths]
+                    removed = index.retain_roots(paths)
+                    row.update(index=str(target), documents=index.count(),
+                               added=sum(s.added for s in stats), updated=sum(s.updated for s in stats),
+                               removed=removed + sum(s.removed for s in stats), status="ok")
+            elif isinstance(settings, DocsSettings):
+                target = docs_index_path(settings)
+                refreshed = refresh_docs_index(
+                    crawl_settings(settings), target,
+                    on_skip=lambda url, why: warn("index", f"{row['name']}: skipped {url}: {why}"),
+                )
+                row.update(index=str(target), documents=refreshed.pages, added=refreshed.added,
+                           updated=refreshed.updated, removed=refreshed.removed, fetched=refreshed.fetched,
+                           reused=refreshed.reused, status="ok")
+            else:
+                row.update(status="live", message="searched live; nothing to index")
+        except (SourceConfigError, SourceFailure, CorpusError, IndexFileError, OSError) as exc:
+            message = exc.message if isinstance(exc, (SourceConfigError, SourceFailure)) else str(exc)
+            row.update(status="error", message=message)
+            warn("index", f"{row['name']}: {message}")
+        rows.append(row)
+    if json_out:
+        print_json({"config": str(config), "sources": rows})
+    else:
+        for row in rows:
+            if row["status"] == "ok":
+                print(f"{row['name']}: {row['documents']} documents ({row['added']} added, {row['updated']} updated, "
+                      f"{row['removed']} removed) in {row['index']}")
+            elif row["status"] == "live":
+                print(f"{row['name']}: {row['message']}")
+    return 1 if any(row["status"] == "error" for row in rows) else 0

@@ -1,0 +1,420 @@
+"""Federated retrieval (paper §3.1): every source at once, each under its own deadline, one ranking.
+
+Order of work for one query, and why:
+
+1. every source is asked concurrently (threads under `invoke`, asyncio tasks under `ainvoke`);
+   a source that fails or misses its deadline becomes a `SourceError`, never an exception;
+2. each source's hits are converted and **filtered by permissions first**, before fusion: a hidden
+   document must not even win a deduplication against a visible copy of the same text;
+3. reciprocal-rank fusion (score = Σ weight / (rrf_k + rank)) merges the rankings, documents are
+   deduplicated by URL and by content hash, and the top N are kept.
+
+Sources run untraced: their raw answers may hold documents the caller may not see. What the trace
+shows instead is one child run per source whose output is only the documents that passed the
+permission filter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langsmith import tracing_context
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from evident.acl import PrincipalError, coerce_principal, filter_documents
+from evident.connectors.base import to_langchain_document, to_source_document
+from evident.connectors.http import one_line
+from evident.connectors.loaders import LOCAL_SOURCE
+from evident.connectors.source import (
+    AccessReport,
+    Source,
+    SourceConfigError,
+    SourceFailure,
+    accepts_principal,
+)
+from evident.models import Principal, SourceDocument, SourceError, SourceRun
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RRF_K = 60  # the constant of Cormack et al. (2009); damps the head of each ranking
+
+
+class FederatedResult(BaseModel):
+    """The fused documents of one query and what happened at each source."""
+
+    documents: list[SourceDocument] = Field(default_factory=list)
+    errors: list[SourceError] = Field(default_factory=list)
+    runs: list[SourceRun] = Field(default_factory=list)
+    acl_dropped: int = Field(0, description="documents removed because the caller may not see them")
+
+
+class FederatedSearchError(RuntimeError):
+    """Raised by a plain `invoke` when every source failed (`search` reports instead of raising)."""
+
+    def __init__(self, errors: Sequence[SourceError]) -> None:
+        self.errors = list(errors)
+        super().__init__("; ".join(f"{e.source}: {e.message}" for e in errors) or "no sources configured")
+
+
+@dataclass
+class _Outcome:
+    source: Source
+    raw: Any = None
+    error: SourceError | None = None
+    denied: int = 0
+    latency_ms: float = 0.0
+
+
+@dataclass
+class _Group:
+    doc: SourceDocument
+    order: int
+    score: float = 0.0
+    sources: list[int] = field(default_factory=list)
+
+
+class FederatedRetriever(BaseRetriever):
+    """Queries every `Source` concurrently and fuses their rankings (see the module docstring).
+
+    `invoke(query, principal=...)` returns the fused documents as LangChain `Document`s;
+    `search(query, principal=...)` / `asearch(...)` also return the per-source errors and counts.
+    """
+
+    sources: list[Source]
+    top_n: int = Field(8, ge=1)
+    rrf_k: int = Field(DEFAULT_RRF_K, ge=1)
+    unavailable: list[SourceError] = Field(
+        default_factory=list, description="Sources that could not be built; reported on every query."
+    )
+
+    accepts_principal: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> FederatedRetriever:
+        seen: set[str] = set()
+        for source in self.sources:
+            if source.name in seen:
+                raise ValueError(f"two sources are named {source.name!r}; source names must be unique")
+            seen.add(source.name)
+        return self
+
+    @classmethod
+    def wrap(cls, retriever: BaseRetriever, *, name: str, timeout_s: float, top_n: int, **kw: Any) -> FederatedRetriever:
+        """A federation of one: any retriever gets the same deadline, permission and trace handling."""
+        return cls(sources=[Source(name=name, retriever=retriever, timeout_s=timeout_s, **kw)], top_n=top_n)
+
+    # -- public entry points -------------------------------------------------------------------
+
+    def search(self, query: str, *, principal: Principal | dict[str, Any] | None = None, config: Any = None) -> FederatedResult:
+        sink: list[FederatedResult] = []
+        self.invoke(query, config, principal=principal, result_sink=sink)
+        return sink[0]
+
+    async def asearch(
+        self, query: str, *, principal: Principal | dict[str, Any] | None = None, config: Any = None
+    ) -> FederatedResult:
+        sink: list[FederatedResult] = []
+        await self.ainvoke(query, config, principal=principal, result_sink=sink)
+        return sink[0]
+
+    # -- BaseRetriever -------------------------------------------------------------------------
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        principal: Principal | dict[str, Any] | None = None,
+        report: AccessReport | None = None,
+        result_sink: list[FederatedResult] | None = None,
+    ) -> list[Document]:
+        who = coerce_principal(principal)
+        child = run_manager.get_child()
+        traces = [child.on_retriever_start(None, query, name=s.name) for s in self.sources]
+        result, shown = self._merge(self._gather_threads(query, who), who)
+        for trace, (docs, error) in zip(traces, shown):
+            if error is None:
+                trace.on_retriever_end(docs)
+            else:
+                trace.on_retriever_error(error)
+        return self._deliver(result, report, result_sink)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        principal: Principal | dict[str, Any] | None = None,
+        report: AccessReport | None = None,
+        result_sink: list[FederatedResult] | None = None,
+    ) -> list[Document]:
+        who = coerce_principal(principal)
+        child = run_manager.get_child()
+        traces = [await child.on_retriever_start(None, query, name=s.name) for s in self.sources]
+        result, shown = self._merge(await self._gather_tasks(query, who), who)
+        for trace, (docs, error) in zip(traces, shown):
+            if error is None:
+                await trace.on_retriever_end(docs)
+            else:
+                await trace.on_retriever_error(error)
+        return self._deliver(result, report, result_sink)
+
+    def _deliver(
+        self, result: FederatedResult, report: AccessReport | None, sink: list[FederatedResult] | None
+    ) -> list[Document]:
+        if report is not None:  # this federation is itself a source of an outer one
+            report.denied += result.acl_dropped
+        if sink is not None:
+            sink.append(result)
+        else:
+            for error in result.errors:
+                log.warning("source %s: %s", error.source, error.message)
+            if result.errors and not result.documents and all(r.status in {"error", "timeout", "config"} for r in result.runs):
+                raise FederatedSearchError(result.errors)
+        return [to_langchain_document(doc) for doc in result.documents]
+
+    # -- asking the sources --------------------------------------------------------------------
+
+    def _gather_threads(self, query: str, principal: Principal | None) -> list[_Outcome]:
+        if not self.sources:
+            return []
+        outcomes = {id(s): _Outcome(source=s) for s in self.sources}
+        # A fresh pool per query: a source stuck past its deadline keeps its thread, and must not
+        # hold up the next query's sources. Connectors bound their own I/O by the same timeout.
+        pool = ThreadPoolExecutor(max_workers=len(self.sources), thread_name_prefix="evident-source")
+        start = time.perf_counter()
+        futures: dict[Future[tuple[Any, int, float]], Source] = {
+            pool.submit(contextvars.Context().run, _call_untraced, s, query, principal): s for s in self.sources
+        }
+        deadlines = {f: start + s.timeout_s for f, s in futures.items()}
+        pending = set(futures)
+        try:
+            while pending:
+                for fut in [f for f in pending if f.done()]:
+                    pending.discard(fut)
+                    self._settle(outcomes[id(futures[fut])], fut)
+                now = time.perf_counter()
+                for fut in [f for f in pending if deadlines[f] <= now]:
+                    pending.discard(fut)
+                    fut.cancel()
+                    outcomes[id(futures[fut])].error = _timeout_error(futures[fut])
+                    outcomes[id(futures[fut])].latency_ms = futures[fut].timeout_s * 1000
+                if pending:
+                    wait(pending, timeout=max(0.0, min(deadlines[f] for f in pending) - now), return_when=FIRST_COMPLETED)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return [outcomes[id(s)] for s in self.sources]
+
+    @staticmethod
+    def _settle(outcome: _Outcome, fut: Future[tuple[Any, int, float]]) -> None:
+        try:
+            outcome.raw, outcome.denied, outcome.latency_ms = fut.result()
+        except BaseException as exc:  # noqa: BLE001 - any failure of a source is that source's problem
+            outcome.error, outcome.latency_ms = _as_source_error(outcome.source, exc), getattr(exc, "latency_ms", 0.0)
+
+    async def _gather_tasks(self, query: str, principal: Principal | None) -> list[_Outcome]:
+        loop = asyncio.get_running_loop()
+        # Each task runs in an empty context: no trace parent, no inherited callbacks (module doc).
+        tasks = [
+            loop.create_task(_acall_untraced(s, query, principal), context=contextvars.Context()) for s in self.sources
+        ]
+        # Cancelling this coroutine cancels the tasks too; a source's own failure is returned, not raised.
+        answers = await asyncio.gather(*tasks, return_exceptions=True)
+        outcomes: list[_Outcome] = []
+        for source, answer in zip(self.sources, answers):
+            outcome = _Outcome(source=source)
+            if isinstance(answer, BaseException):
+                outcome.error, outcome.latency_ms = _as_source_error(source, answer), getattr(answer, "latency_ms", 0.0)
+            else:
+                outcome.raw, outcome.denied, outcome.latency_ms = answer
+            outcomes.append(outcome)
+        return outcomes
+
+    # -- merging -------------------------------------------------------------------------------
+
+    def _merge(
+        self, outcomes: list[_Outcome], principal: Principal | None
+    ) -> tuple[FederatedResult, list[tuple[list[Document], SourceFailure | None]]]:
+        """The fused result, and per source what its trace run may show (visible documents only)."""
+        result = FederatedResult(errors=list(self.unavailable))
+        result.runs = [SourceRun(source=e.source, status="config") for e in self.unavailable]
+        ranked: list[tuple[int, list[SourceDocument]]] = []
+        shown: list[tuple[list[Document], SourceFailure | None]] = []
+        for index, outcome in enumerate(outcomes):
+            source = outcome.source
+            if outcome.error is None:
+                visible, denied, problem = _collect(source, outcome.raw, principal)
+                outcome.denied += denied
+                if problem:
+                    outcome.error = SourceError(source=source.name, kind="error", message=problem)
+                ranked.append((index, visible))
+                status = "ok" if visible or outcome.denied else ("empty" if problem is None else "error")
+                result.runs.append(SourceRun(source=source.name, status=status, documents=len(visible),
+                                             denied=outcome.denied, latency_ms=round(outcome.latency_ms, 2)))
+                shown.append(([to_langchain_document(d) for d in visible], None))
+            else:
+                status = outcome.error.kind if outcome.error.kind in {"timeout", "config"} else "error"
+                result.runs.append(SourceRun(source=source.name, status=status, denied=outcome.denied,
+                                             latency_ms=round(outcome.latency_ms, 2)))
+                shown.append(([], SourceFailure(outcome.error.message, kind=outcome.error.kind)))
+            if outcome.error is not None:
+                result.errors.append(outcome.error)
+            result.acl_dropped += outcome.denied
+        result.documents = self._fuse(ranked)
+        return result, shown
+
+    def _fuse(self, ranked: list[tuple[int, list[SourceDocument]]]) -> list[SourceDocument]:
+        entries: list[tuple[float, int, int, SourceDocument]] = []
+        for index, docs in ranked:
+            weight = self.sources[index].weight
+            entries.extend((weight / (self.rrf_k + rank), index, rank, doc) for rank, doc in enumerate(docs, start=1))
+        # Strongest single contribution first, so a group's representative is its best-ranked copy.
+        entries.sort(key=lambda e: (-e[0], e[1], e[2]))
+        groups: list[_Group] = []
+        by_url: dict[str, _Group] = {}
+        by_hash: dict[str, _Group] = {}
+        for contribution, index, _, doc in entries:
+            key = url_key(doc.url)
+            group = by_url.get(key) or by_hash.get(doc.content_hash)
+            if group is None:
+                group = _Group(doc=doc, order=len(groups))
+                groups.append(group)
+            if index not in group.sources:  # one source listing a page twice does not vote twice
+                group.sources.append(index)
+                group.score += contribution
+            by_url.setdefault(key, group)
+            by_hash.setdefault(doc.content_hash, group)
+        groups.sort(key=lambda g: (-g.score, g.order))
+        fused = []
+        for group in groups[: self.top_n]:
+            metadata = {**group.doc.metadata, "rrf_score": round(group.score, 6),
+                        "found_in": [self.sources[i].name for i in group.sources]}
+            fused.append(group.doc.model_copy(update={"metadata": metadata}))
+        return fused
+
+
+def url_key(url: str) -> str:
+    """The identity of a URL for deduplication: no fragment, case-folded scheme and host, no trailing slash."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return url
+    path = parts.path.rstrip("/") if parts.path not in {"", "/"} else ""
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
+
+
+# -- running one source ------------------------------------------------------------------------
+
+
+def _source_kwargs(source: Source, principal: Principal | None, report: AccessReport) -> dict[str, Any]:
+    return {"principal": principal, "report": report} if accepts_principal(source.retriever) else {}
+
+
+def _call_untraced(source: Source, query: str, principal: Principal | None) -> tuple[Any, int, float]:
+    report = AccessReport()
+    start = time.perf_counter()
+    try:
+        with tracing_context(enabled=False):
+            raw = source.retriever.invoke(query, {"callbacks": []}, **_source_kwargs(source, principal, report))
+    except BaseException as exc:
+        exc.latency_ms = (time.perf_counter() - start) * 1000  # type: ignore[attr-defined]
+        raise
+    return raw, report.denied, (time.perf_counter() - start) * 1000
+
+
+async def _acall_untraced(source: Source, query: str, principal: Principal | None) -> tuple[Any, int, float]:
+    report = AccessReport()
+    start = time.perf_counter()
+    try:
+        with tracing_context(enabled=False):
+            call = source.retriever.ainvoke(query, {"callbacks": []}, **_source_kwargs(source, principal, report))
+            raw = await asyncio.wait_for(call, timeout=source.timeout_s)
+    except TimeoutError as exc:
+        elapsed = (time.perf_counter() - start) * 1000
+        if elapsed >= source.timeout_s * 1000 * 0.99:
+            raise _Deadline(elapsed) from None
+        exc.latency_ms = elapsed  # type: ignore[attr-defined]
+        raise
+    except BaseException as exc:
+        exc.latency_ms = (time.perf_counter() - start) * 1000  # type: ignore[attr-defined]
+        raise
+    return raw, report.denied, (time.perf_counter() - start) * 1000
+
+
+class _Deadline(Exception):
+    def __init__(self, latency_ms: float) -> None:
+        self.latency_ms = latency_ms
+        super().__init__("deadline")
+
+
+def _timeout_error(source: Source) -> SourceError:
+    return SourceError(source=source.name, kind="timeout", message=f"no answer within {source.timeout_s:g} s")
+
+
+def _as_source_error(source: Source, exc: BaseException) -> SourceError:
+    if isinstance(exc, _Deadline):
+        return _timeout_error(source)
+    if isinstance(exc, SourceFailure):
+        kind, message = exc.kind, exc.message
+    elif isinstance(exc, SourceConfigError):
+        kind, message = "config", exc.message
+    elif isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        kind, message = "timeout", f"timed out ({one_line(str(exc)) or 'no detail'})"
+    else:
+        kind, message = "error", f"{type(exc).__name__}: {one_line(str(exc))}".rstrip(": ")
+    return SourceError(source=source.name, kind=kind, message=redact(message, source))  # type: ignore[arg-type]
+
+
+def redact(message: str, source: Source) -> str:
+    """Defence in depth: a credential must never reach an error message, whoever wrote it."""
+    for secret in source.secrets:
+        value = secret.get_secret_value()
+        if len(value) >= 4:
+            message = message.replace(value, "***")
+    return message
+
+
+def _collect(source: Source, raw: Any, principal: Principal | None) -> tuple[list[SourceDocument], int, str | None]:
+    """A source's hits as visible `SourceDocument`s, the number it may not see, and any data problem."""
+    if not isinstance(raw, list):
+        return [], 0, f"malformed answer: expected a list of documents, got {type(raw).__name__}"
+    docs: list[SourceDocument] = []
+    bad = 0
+    for item in raw:
+        if not isinstance(item, Document) or not isinstance(item.page_content, str):
+            bad += 1
+            continue
+        try:
+            doc = to_source_document(item, source=source.name)
+        except (ValueError, ValidationError):
+            bad += 1
+            continue
+        if not doc.content.strip():
+            continue
+        if source.source_type and doc.source_type in {"", LOCAL_SOURCE}:
+            doc.source_type = source.source_type
+        docs.append(doc)
+    visible, denied = filter_documents(docs, principal, default=source.default_acl, fallback_acl=source.acl)
+    if source.k is not None:
+        visible = visible[: source.k]
+    problem = f"{bad} of {len(raw)} documents had no url or no text and were skipped" if bad else None
+    return visible, denied, problem
+
+
+__all__ = [
+    "DEFAULT_RRF_K", "FederatedResult", "FederatedRetriever", "FederatedSearchError", "PrincipalError", "url_key",
+]

@@ -1,0 +1,154 @@
+"""HTTP plumbing shared by the live connectors (MediaWiki, Confluence, the docs crawler).
+
+Each connector writes its protocol once, as a generator that yields `httpx.Request`s and receives
+`httpx.Response`s (a "flow"); `run_flow` drives it with a blocking client under `invoke`, and
+`arun_flow` with an asyncio client under `ainvoke`. Transport problems become `SourceFailure`s
+whose messages name the host and the problem, never a credential or a query string.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Generator
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import SecretStr
+
+from evident.connectors.source import SourceConfigError, SourceFailure
+
+T = TypeVar("T")
+Flow = Generator[httpx.Request, httpx.Response, T]
+
+USER_AGENT = "EvidenT/0.1 (federated retrieval; +https://github.com/evident-rag/evident)"
+MAX_RESPONSE_BYTES = 20_000_000  # an API page of search hits is far below this; more is an error
+
+
+def origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else url
+
+
+def host(url: str | httpx.URL) -> str:
+    parts = urlsplit(str(url))
+    return parts.netloc or str(url)
+
+
+def check_base_url(source: str, url: str, what: str = "url") -> str:
+    """An absolute http(s) URL, without trailing slash; a configuration error otherwise."""
+    if not isinstance(url, str) or not url.strip():
+        raise SourceConfigError(source, f"missing {what}")
+    url = url.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"} or not parts.netloc:
+        raise SourceConfigError(source, f"{what} must be an absolute http(s) URL, got {url!r}")
+    if parts.username or parts.password:
+        raise SourceConfigError(source, f"{what} must not contain credentials; use the *_env settings")
+    return url.rstrip("/")
+
+
+def read_secret(source: str, env_var: str | None, what: str) -> SecretStr | None:
+    """The credential in environment variable `env_var`; a configuration error when it is unset."""
+    if not env_var:
+        return None
+    value = os.environ.get(env_var)
+    if not value:
+        raise SourceConfigError(source, f"missing credential: environment variable {env_var} ({what}) is not set")
+    return SecretStr(value)
+
+
+def transport_failure(exc: httpx.HTTPError, request: httpx.Request, timeout_s: float | None) -> SourceFailure:
+    where = host(request.url)
+    if isinstance(exc, httpx.TimeoutException):
+        limit = f" within {timeout_s:g} s" if timeout_s else ""
+        return SourceFailure(f"{where} did not answer{limit}", kind="timeout")
+    if isinstance(exc, httpx.ConnectError):
+        return SourceFailure(f"cannot connect to {where} (host unreachable or connection refused)")
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return SourceFailure(f"{where} closed the connection or sent an invalid HTTP response")
+    return SourceFailure(f"request to {where} failed ({type(exc).__name__})")
+
+
+def _timeout_of(client: httpx.Client | httpx.AsyncClient) -> float | None:
+    return client.timeout.read
+
+
+def _client_headers(client: httpx.Client | httpx.AsyncClient, request: httpx.Request) -> None:
+    # `send` does not apply the client's default headers (only `build_request` does); flows build
+    # their requests themselves, so the defaults (User-Agent, Accept) are added here.
+    for name, value in client.headers.items():
+        if name not in request.headers:
+            request.headers[name] = value
+
+
+def run_flow(flow: Flow[T], client: httpx.Client) -> T:
+    """Drive `flow` with a blocking client; returns the flow's result."""
+    try:
+        request = next(flow)
+        while True:
+            _client_headers(client, request)
+            try:
+                response = client.send(request)
+            except httpx.HTTPError as exc:
+                raise transport_failure(exc, request, _timeout_of(client)) from None
+            request = flow.send(response)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    finally:
+        flow.close()
+
+
+async def arun_flow(flow: Flow[T], client: httpx.AsyncClient) -> T:
+    """Drive `flow` with an asyncio client; returns the flow's result."""
+    try:
+        request = next(flow)
+        while True:
+            _client_headers(client, request)
+            try:
+                response = await client.send(request)
+            except httpx.HTTPError as exc:
+                raise transport_failure(exc, request, _timeout_of(client)) from None
+            request = flow.send(response)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    finally:
+        flow.close()
+
+
+def http_error(response: httpx.Response, *, credential_hint: str = "") -> SourceFailure:
+    """A failure for an HTTP error status: the status and, for auth errors, which setting to check."""
+    where = host(response.request.url)
+    status = response.status_code
+    if status in {401, 403}:
+        hint = f"; check {credential_hint}" if credential_hint else ""
+        word = "authentication failed" if status == 401 else "access denied"
+        return SourceFailure(f"{where}: {word} (HTTP {status}){hint}")
+    if status == 429:
+        after = response.headers.get("retry-after", "")
+        return SourceFailure(f"{where}: rate limited (HTTP 429)" + (f", retry after {after} s" if after else ""))
+    if 300 <= status < 400:
+        return SourceFailure(f"{where}: unexpected redirect (HTTP {status}); is the URL the API endpoint?")
+    return SourceFailure(f"{where}: HTTP {status} {response.reason_phrase}".rstrip())
+
+
+def json_body(response: httpx.Response, *, what: str, credential_hint: str = "") -> Any:
+    """The decoded JSON of a successful API response, or a `SourceFailure` saying what was wrong."""
+    if response.status_code >= 300:
+        raise http_error(response, credential_hint=credential_hint)
+    if len(response.content) > MAX_RESPONSE_BYTES:
+        raise SourceFailure(f"{host(response.request.url)}: {what} response too large ({len(response.content)} bytes)")
+    ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    try:
+        return json.loads(response.content)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        got = f"got {ctype}" if ctype else "got no content type"
+        raise SourceFailure(
+            f"{host(response.request.url)}: malformed {what} response (expected JSON, {got})"
+        ) from None
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

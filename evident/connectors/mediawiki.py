@@ -1,0 +1,279 @@
+"""MediaWiki (the engine behind most company wikis) through its Action API.
+
+Search is `list=search`; page text is `prop=extracts` as plain text (TextExtracts, one full page per
+response, continued with `excontinue`) or `action=parse` HTML turned into text; page URLs are the
+API's `fullurl`. Credentials: a bot password (`action=login`, Special:BotPasswords) or an OAuth 2
+owner-only access token, both read from the environment by the source configuration.
+
+Permissions: MediaWiki has no per-page read restrictions in core; reading is a right of user groups.
+With `check_read_rights`, the caller's own account is looked up (`list=users`, `usprop=rights`, or the
+anonymous group `*` from `meta=siteinfo`) and the wiki's hits are returned only if it holds `read`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Literal
+
+import httpx
+from langchain_core.documents import Document
+from pydantic import Field, PrivateAttr, SecretStr
+from selectolax.lexbor import LexborHTMLParser
+
+from evident.acl import is_anonymous
+from evident.connectors.fts_query import query_terms
+from evident.connectors.html_text import parse_html
+from evident.connectors.http import Flow, host, json_body, one_line
+from evident.connectors.remote import RemoteRetriever
+from evident.connectors.source import AccessReport, SourceFailure
+from evident.models import Principal
+
+MAX_SEARCH_CHARS = 300  # MediaWiki rejects longer search strings
+MAX_CONTINUATIONS = 100  # TextExtracts returns one full page per response; k is far below this
+# Parser output that is page furniture, not content.
+_PARSE_NOISE = ".mw-editsection, #toc, .toc, .mw-jump-link, .navbox, .catlinks, .printfooter, .mw-empty-elt"
+
+
+class MediaWikiRetriever(RemoteRetriever):
+    """Searches one MediaWiki through `api.php`."""
+
+    api_url: str = Field(description="The wiki's api.php URL, e.g. https://wiki.example.com/w/api.php")
+    namespaces: list[int] = Field(default_factory=lambda: [0])
+    text: Literal["extracts", "parse"] = "extracts"
+    username: str | None = Field(None, description="Bot password user name (User@BotName).")
+    password: SecretStr | None = Field(None, repr=False)
+    token: SecretStr | None = Field(None, repr=False, description="OAuth 2 access token (sent as Bearer).")
+    credential_hint: str = Field("", description="Which settings hold the credentials, for error messages.")
+    check_read_rights: bool = False
+    rights_cache_s: float = Field(300.0, ge=0)
+
+    _session: dict[str, str] = PrivateAttr(default_factory=dict)
+    _session_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _logged_in_flag: bool = PrivateAttr(default=False)
+    _rights: dict[str, tuple[float, bool]] = PrivateAttr(default_factory=dict)
+
+    # -- the search ----------------------------------------------------------------------------
+
+    def _flow(self, query: str, principal: Principal | None, report: AccessReport) -> Flow[list[Document]]:
+        terms = " ".join(query_terms(query))[:MAX_SEARCH_CHARS].strip()
+        if not terms:
+            return []
+        if self.username and not self._logged_in():
+            yield from self._login()
+        data = yield from self._api({
+            "action": "query", "list": "search", "srsearch": terms, "srlimit": str(self.k),
+            "srnamespace": "|".join(str(n) for n in self.namespaces), "srprop": "", "srinfo": "",
+        })
+        hits = _search_hits(data, self.api_url)[: self.k]
+        if not hits:
+            return []
+        acl: Any = None
+        if self.check_read_rights:
+            if not (yield from self._may_read(principal)):
+                report.denied += len(hits)
+                return []
+            # The wiki itself vouched for this reader; the stamp overrides a source-wide default.
+            acl = "public" if is_anonymous(principal) else {"users": [_wiki_user(principal, self.source_name)]}
+        ids = [hit["pageid"] for hit in hits]
+        pages = (yield from self._extracts(ids)) if self.text == "extracts" else (yield from self._parsed(ids))
+        docs = []
+        for page_id in ids:
+            page = pages.get(page_id)
+            if page is None:
+                continue  # deleted or hidden between the search and the fetch
+            url, title, text = page.get("fullurl"), page.get("title"), page.get("text")
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")) or not isinstance(text, str):
+                continue
+            if not text.strip():
+                continue
+            metadata: dict[str, Any] = {"pageid": page_id, "ns": page.get("ns", 0)}
+            for key in ("lastrevid", "touched"):
+                if key in page:
+                    metadata[key] = page[key]
+            if acl is not None:
+                metadata["acl"] = acl
+            docs.append(Document(page_content=text, metadata={
+                **metadata, "url": url, "title": str(title or ""), "source": self.source_name, "source_type": "wiki",
+            }))
+        return docs
+
+    def _extracts(self, ids: list[int]) -> Flow[dict[int, dict[str, Any]]]:
+        params = {
+            "action": "query", "prop": "extracts|info", "pageids": "|".join(map(str, ids)), "explaintext": "1",
+            "exsectionformat": "plain", "exlimit": "max", "inprop": "url",
+        }
+        pages: dict[int, dict[str, Any]] = {}
+        cont: dict[str, str] = {}
+        for _ in range(MAX_CONTINUATIONS):
+            data = yield from self._api({**params, **cont})
+            for page in _pages(data, self.api_url):
+                entry = pages.setdefault(page["pageid"], {})
+                entry.update({k: v for k, v in page.items() if k != "extract"})
+                if isinstance(page.get("extract"), str):
+                    entry["text"] = page["extract"]
+            nxt = data.get("continue")
+            if not isinstance(nxt, dict) or not nxt:
+                break
+            cont = {str(k): str(v) for k, v in nxt.items()}
+        else:
+            raise SourceFailure(f"{host(self.api_url)}: the extracts never finished continuing (more than {MAX_CONTINUATIONS} pages)")
+        return pages
+
+    def _parsed(self, ids: list[int]) -> Flow[dict[int, dict[str, Any]]]:
+        data = yield from self._api({"action": "query", "prop": "info", "inprop": "url", "pageids": "|".join(map(str, ids))})
+        pages = {page["pageid"]: dict(page) for page in _pages(data, self.api_url)}
+        for page_id, page in pages.items():
+            parsed = yield from self._api({
+                "action": "parse", "pageid": str(page_id), "prop": "text|displaytitle",
+                "disableeditsection": "1", "disabletoc": "1",
+            }, tolerate={"missingtitle", "nosuchpageid"})
+            html = (parsed.get("parse") or {}).get("text") if isinstance(parsed.get("parse"), dict) else None
+            if isinstance(html, dict):  # formatversion=1 shape, if a proxy rewrote the request
+                html = html.get("*")
+            if isinstance(html, str):
+                page["text"] = _parser_output_text(html)
+        return pages
+
+    # -- permissions ---------------------------------------------------------------------------
+
+    def _may_read(self, principal: Principal | None) -> Flow[bool]:
+        name = "*" if is_anonymous(principal) else _wiki_user(principal, self.source_name)
+        now = time.monotonic()
+        cached = self._rights.get(name)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        if name == "*":
+            data = yield from self._api({"action": "query", "meta": "siteinfo", "siprop": "usergroups"})
+            groups = (data.get("query") or {}).get("usergroups")
+            if not isinstance(groups, list):
+                raise SourceFailure(f"{host(self.api_url)}: malformed siteinfo response (no usergroups)")
+            rights = next((g.get("rights") for g in groups if isinstance(g, dict) and g.get("name") == "*"), [])
+        else:
+            data = yield from self._api({"action": "query", "list": "users", "ususers": name, "usprop": "rights"})
+            users = (data.get("query") or {}).get("users")
+            if not isinstance(users, list) or not users or not isinstance(users[0], dict):
+                raise SourceFailure(f"{host(self.api_url)}: malformed users response")
+            user = users[0]
+            rights = [] if ("missing" in user or "invalid" in user) else user.get("rights", [])
+        allowed = isinstance(rights, list) and "read" in rights
+        self._rights[name] = (now + self.rights_cache_s, allowed)
+        return allowed
+
+    # -- the Action API ------------------------------------------------------------------------
+
+    def _api(self, params: dict[str, str], *, tolerate: frozenset[str] | set[str] = frozenset(), retried: bool = False
+             ) -> Flow[dict[str, Any]]:
+        query = {**params, "format": "json", "formatversion": "2", "errorformat": "plaintext"}
+        if self.username:
+            query["assert"] = "user"  # fail loudly when the session expired, instead of reading as anonymous
+        response = yield self._request("GET", query)
+        data = json_body(response, what="MediaWiki API", credential_hint=self.credential_hint)
+        if not isinstance(data, dict):
+            raise SourceFailure(f"{host(self.api_url)}: malformed MediaWiki API response (not an object)")
+        error = _api_error(data)
+        if error is None:
+            return data
+        code, info = error
+        if code in tolerate:
+            return {}
+        if code in {"assertuserfailed", "assertnameduserfailed", "badtoken"} and self.username and not retried:
+            self._forget_session()
+            yield from self._login()
+            return (yield from self._api(params, tolerate=tolerate, retried=True))
+        if code in {"readapidenied", "permissiondenied"}:
+            hint = f"; check {self.credential_hint}" if self.credential_hint else ""
+            raise SourceFailure(f"{host(self.api_url)}: the wiki does not let this account read through the API ({code}){hint}")
+        raise SourceFailure(f"{host(self.api_url)}: MediaWiki API error {code}: {one_line(info, 200)}")
+
+    def _request(self, method: str, params: dict[str, str], data: dict[str, str] | None = None) -> httpx.Request:
+        headers = {}
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token.get_secret_value()}"
+        with self._session_lock:
+            cookies = dict(self._session)
+        if cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        return httpx.Request(method, self.api_url, params=params, data=data, headers=headers)
+
+    def _login(self) -> Flow[None]:
+        if not self.username or self.password is None:
+            return None
+        response = yield self._request("GET", {"action": "query", "meta": "tokens", "type": "login",
+                                               "format": "json", "formatversion": "2"})
+        self._remember(response)
+        data = json_body(response, what="MediaWiki login token", credential_hint=self.credential_hint)
+        token = ((data.get("query") or {}).get("tokens") or {}).get("logintoken") if isinstance(data, dict) else None
+        if not isinstance(token, str) or not token:
+            raise SourceFailure(f"{host(self.api_url)}: malformed login token response")
+        response = yield self._request("POST", {"format": "json", "formatversion": "2"}, data={
+            "action": "login", "lgname": self.username, "lgpassword": self.password.get_secret_value(), "lgtoken": token,
+        })
+        self._remember(response)
+        data = json_body(response, what="MediaWiki login", credential_hint=self.credential_hint)
+        result = (data.get("login") or {}) if isinstance(data, dict) else {}
+        if result.get("result") != "Success":
+            # The wiki's reason names the problem ("Incorrect username or password") and never echoes it.
+            reason = one_line(str(result.get("reason") or result.get("result") or "no reason given"), 200)
+            hint = f"; check {self.credential_hint}" if self.credential_hint else ""
+            raise SourceFailure(f"{host(self.api_url)}: login failed: {reason}{hint}")
+        with self._session_lock:
+            self._logged_in_flag = True
+        return None
+
+    def _remember(self, response: httpx.Response) -> None:
+        with self._session_lock:
+            for name, value in response.cookies.items():
+                self._session[name] = value
+
+    def _logged_in(self) -> bool:
+        with self._session_lock:
+            return self._logged_in_flag
+
+    def _forget_session(self) -> None:
+        with self._session_lock:
+            self._session.clear()
+            self._logged_in_flag = False
+
+
+def _wiki_user(principal: Principal | None, source: str) -> str:
+    assert principal is not None
+    return (principal.ids.get(source) or principal.user).strip()
+
+
+def _api_error(data: dict[str, Any]) -> tuple[str, str] | None:
+    errors = data.get("errors")  # errorformat=plaintext
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        return str(errors[0].get("code", "unknown")), str(errors[0].get("text") or errors[0].get("*") or "")
+    error = data.get("error")  # errorformat=bc (older wikis ignore errorformat)
+    if isinstance(error, dict):
+        return str(error.get("code", "unknown")), str(error.get("info") or error.get("*") or "")
+    return None
+
+
+def _search_hits(data: dict[str, Any], api_url: str) -> list[dict[str, Any]]:
+    hits = (data.get("query") or {}).get("search") if isinstance(data.get("query"), dict) else None
+    if hits is None and "query" not in data:
+        hits = []  # no "query" at all: MediaWiki's answer when nothing matched in some versions
+    if not isinstance(hits, list) or not all(isinstance(h, dict) and isinstance(h.get("pageid"), int) for h in hits):
+        raise SourceFailure(f"{host(api_url)}: malformed search response (expected query.search[].pageid)")
+    return hits
+
+
+def _pages(data: dict[str, Any], api_url: str) -> list[dict[str, Any]]:
+    query = data.get("query")
+    if query is None:
+        return []
+    pages = query.get("pages") if isinstance(query, dict) else None
+    if isinstance(pages, dict):  # formatversion=1 shape
+        pages = list(pages.values())
+    if not isinstance(pages, list):
+        raise SourceFailure(f"{host(api_url)}: malformed page response (expected query.pages)")
+    return [p for p in pages if isinstance(p, dict) and isinstance(p.get("pageid"), int) and "missing" not in p]
+
+
+def _parser_output_text(html: str) -> str:
+    tree = LexborHTMLParser(html)
+    for node in tree.css(_PARSE_NOISE):
+        node.decompose()
+    return parse_html(tree.html or "").text

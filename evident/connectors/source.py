@@ -1,0 +1,81 @@
+"""A `Source`: one independent search system behind a LangChain retriever (paper §3.1).
+
+The federated retriever treats every source as a black box: it only knows the source's name,
+the kind of documents it holds, how many to ask for, how long to wait and how much to trust its
+ranking. Permission-aware connectors additionally receive the caller's principal.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from langchain_core.retrievers import BaseRetriever
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from evident.acl import DefaultAcl
+
+
+class SourceConfigError(ValueError):
+    """A source that cannot be built as configured; `str()` names the source."""
+
+    def __init__(self, source: str, message: str) -> None:
+        self.source = source
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"source {self.source!r}: {self.message}"
+
+
+class SourceFailure(Exception):
+    """A source that failed for one query; the message is safe to show (no credentials, no text)."""
+
+    def __init__(self, message: str, *, kind: str = "error") -> None:
+        self.kind = kind if kind in {"timeout", "error", "config"} else "error"
+        self.message = message
+        super().__init__(message)
+
+
+class AccessReport:
+    """Filled by a permission-aware retriever: how many hits the caller was not allowed to see.
+
+    Passed as the `report` keyword of `invoke`, so that hits a source's own permission check
+    removed are counted with the ones EvidenT's ACL filter removes (a count, never the documents).
+    """
+
+    __slots__ = ("denied",)
+
+    def __init__(self) -> None:
+        self.denied = 0
+
+
+class PermissionAware:
+    """Marker for retrievers whose `invoke` accepts `principal=` and `report=` keywords.
+
+    Only these receive them: passing unknown keywords to an arbitrary retriever could change
+    what it does.
+    """
+
+    accepts_principal: ClassVar[bool] = True
+
+
+def accepts_principal(retriever: BaseRetriever) -> bool:
+    return bool(getattr(retriever, "accepts_principal", False))
+
+
+class Source(BaseModel):
+    """A named retriever with its federation settings."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str = Field(min_length=1, description="Unique name; appears in citations' `source` and in errors.")
+    retriever: BaseRetriever
+    source_type: str = Field("", description="wiki, docs, policy, ...: used for documents that carry none.")
+    k: int | None = Field(None, ge=1, description="At most this many documents are used from this source.")
+    timeout_s: float = Field(10.0, gt=0, description="Per-query deadline; a slower source is skipped.")
+    weight: float = Field(1.0, gt=0, description="Multiplies this source's reciprocal-rank-fusion scores.")
+    default_acl: DefaultAcl = Field("public", description="Visibility of documents without an acl.")
+    acl: Any = Field(None, description="ACL for documents of this source that carry none (see evident.acl).")
+    secrets: list[SecretStr] = Field(
+        default_factory=list, repr=False, description="Values never to show in an error message."
+    )

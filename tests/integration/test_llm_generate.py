@@ -1,0 +1,124 @@
+"""Answer generation through the model: streaming, async, the fallback preface, flagging, injection."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langchain_core.messages import AIMessageChunk
+from langchain_openai import ChatOpenAI
+
+from evident.answer import PREFACE
+from evident.context import EvidentContext
+from evident.graph import build_graph
+from tests.support.llm import (
+    EXPENSES,
+    REMOTE,
+    TRAVEL,
+    check_grounded,
+    echo_responder,
+    llm_context,
+    passages_reply,
+    retriever,
+    server,
+)
+from tests.support.openai_server import OpenAIServer, Reply
+
+__all__ = ["server"]
+
+BOOKING = "Employees must book flights through the TravelDesk portal at least 14 days before departure."
+BUSINESS = "Business class is allowed only for flights longer than 8 hours."
+REMOTE_DAYS = "Remote work is allowed up to three days per week."
+
+
+def test_streaming_tokens_come_from_generate_and_the_final_answer_is_verified(server: OpenAIServer) -> None:
+    draft = (f"You must book flights through the TravelDesk portal at least 14 days before departure. [{TRAVEL}]\n"
+             f"Directors can always fly first class. [{TRAVEL}]")
+    server.script(extract=[passages_reply((TRAVEL, BOOKING))], generate=[Reply(content=draft, chunk_chars=7)])
+    g = build_graph(retriever=retriever(TRAVEL))
+    tokens: list[tuple[str, str]] = []
+    final: dict[str, Any] = {}
+    for mode, item in g.stream({"query": "How early must flights be booked?"}, context=llm_context(server),
+                               stream_mode=["messages", "values"]):
+        if mode == "messages":
+            message, meta = item
+            if isinstance(message, AIMessageChunk) and message.content:
+                tokens.append((meta["langgraph_node"], message.content))
+        else:
+            final = item
+    assert len(tokens) > 5 and {node for node, _ in tokens} == {"generate"}  # extraction JSON is not streamed
+    assert "".join(t for _, t in tokens) == draft  # the streamed draft, token by token
+    assert [r.stream for r in server.requests] == [False, True]
+    # The final answer is the verified one: the unsupported sentence is gone.
+    assert final["status"] == "answered"
+    assert "first class" not in final["answer"] and "14 days" in final["answer"]
+    check_grounded(final)
+
+
+def test_async_invoke_runs_the_llm_path(server: OpenAIServer) -> None:
+    server.respond_with(echo_responder())
+    g = build_graph(retriever=retriever(TRAVEL, REMOTE))
+    q = {"query": "How early must flights be booked?"}
+    sync = g.invoke(q, context=llm_context(server))
+    out = asyncio.run(g.ainvoke(q, context=llm_context(server)))
+    assert out["answer"] == sync["answer"] and out["status"] == "answered"
+    assert len(server.of_kind("extract")) == 2 and len(server.of_kind("generate")) == 2
+    check_grounded(out)
+
+
+def test_the_does_not_explicitly_state_preface_is_kept_uncited(server: OpenAIServer) -> None:
+    preface = (f"{PREFACE} whether economy flights can be booked 2 days ahead. "
+               "Here are some details from the documentation which may help:")
+    server.script(
+        extract=[passages_reply((TRAVEL, BOOKING), (TRAVEL, BUSINESS))],
+        generate=[Reply(content=f"{preface}\n- {BOOKING} [{TRAVEL}]\n- {BUSINESS} [{TRAVEL}]")],
+    )
+    out = build_graph(retriever=retriever(TRAVEL)).invoke(
+        {"query": "Can I book an economy flight 2 days ahead?"}, context=llm_context(server))
+    assert out["status"] == "answered"
+    lines = out["answer"].splitlines()
+    assert lines[0] == preface
+    assert lines[1:] == [f"- {BOOKING} [{TRAVEL}]", f"- {BUSINESS} [{TRAVEL}]"]
+    assert [c.sentence for c in out["citations"]] == [BOOKING, BUSINESS]
+    check_grounded(out)
+
+
+def test_unsupported_sentences_can_be_flagged_instead_of_removed(server: OpenAIServer) -> None:
+    server.script(
+        extract=[passages_reply((TRAVEL, BOOKING))],
+        generate=[Reply(content=f"{BOOKING} [{TRAVEL}] Interns may book flights one day ahead. [{TRAVEL}]")],
+    )
+    out = build_graph(retriever=retriever(TRAVEL)).invoke(
+        {"query": "How early must flights be booked?"}, context=llm_context(server, unsupported="flag"))
+    assert "Interns may book flights one day ahead. [unsupported]" in out["answer"]
+    assert out["removed_sentences"] == ["Interns may book flights one day ahead."]
+
+
+def test_a_citation_is_repaired_to_the_passage_that_supports_the_sentence(server: OpenAIServer) -> None:
+    server.script(
+        extract=[passages_reply((TRAVEL, BOOKING), (REMOTE, REMOTE_DAYS))],
+        generate=[Reply(content=f"Remote work is allowed for up to three days each week. [{TRAVEL}]\n"
+                                f"{BOOKING} [{TRAVEL}]")],
+    )
+    query = "How many remote days are allowed and how early must flights be booked?"
+    out = build_graph(retriever=retriever(TRAVEL, REMOTE)).invoke({"query": query}, context=llm_context(server))
+    assert out["answer"].splitlines() == [f"Remote work is allowed for up to three days each week. [{REMOTE}]",
+                                          f"{BOOKING} [{TRAVEL}]"]
+    remote = next(c for c in out["citations"] if c.url == REMOTE)
+    assert remote.quote == REMOTE_DAYS  # a paraphrase resolves to the span of its passage
+    check_grounded(out)
+
+
+def test_an_injected_chat_model_is_used_without_any_model_setting(server: OpenAIServer) -> None:
+    server.respond_with(echo_responder())
+    model = ChatOpenAI(model="injected", base_url=server.base_url, api_key="k", max_retries=0, temperature=0)
+    g = build_graph(retriever=retriever(EXPENSES), chat_model=model)
+    out = g.invoke({"query": "When are expense reports due?"}, context=EvidentContext())
+    assert out["mode"] == "llm" and out["status"] == "answered", out["model_errors"]
+    assert {r.body["model"] for r in server.requests} == {"injected"}
+    assert "30 days" in out["answer"]
+    check_grounded(out)
+    # mode="offline" still wins.
+    n = len(server.requests)
+    off = g.invoke({"query": "When are expense reports due?"}, context=EvidentContext(mode="offline"))
+    assert len(server.requests) == n and off["model_errors"] == []

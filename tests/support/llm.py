@@ -1,0 +1,145 @@
+"""Shared pieces of the LLM-path tests: a small corpus, a retriever, the scripted server fixture,
+an "echo" model that quotes the documents it is shown, and the groundedness checks."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+from evident.answer import CITATION, PREFACE, parse_answer
+from evident.context import EvidentContext
+from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
+
+TRAVEL = "https://wiki.example/travel"
+EXPENSES = "https://policies.example/expenses"
+REMOTE = "https://wiki.example/remote"
+
+TRAVEL_TEXT = (
+    "Home › Policies › Travel | Edit | History\n\n"
+    "# Travel policy\n\n"
+    "Employees must book flights through the TravelDesk portal at least 14 days before departure. "
+    "Business class is allowed only for flights longer than 8 hours.\n\n"
+    "Was this page helpful? Yes | No\n"
+)
+EXPENSES_TEXT = (
+    "# Expense reports\n\n"
+    "Expense reports must be submitted in Ledgerly within 30 days of the trip's end date. "
+    "Reports above 5,000 EUR need the approval of a director.\n\n"
+    "Receipts must be photographed and attached to the report.\n"
+)
+REMOTE_TEXT = (
+    "# Remote work\n\n"
+    "Remote work is allowed up to three days per week. "
+    "Employees agree their remote days with their manager at the start of each quarter.\n"
+)
+CORPUS = {TRAVEL: ("Travel policy", "policy", TRAVEL_TEXT), EXPENSES: ("Expense reports", "policy", EXPENSES_TEXT),
+          REMOTE: ("Remote work", "wiki", REMOTE_TEXT)}
+
+
+class ListRetriever(BaseRetriever):
+    """Returns the same documents for every query: the tests control exactly what is retrieved."""
+
+    docs: list[Document]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        return self.docs
+
+
+def documents(*urls: str) -> list[Document]:
+    return [
+        Document(page_content=CORPUS[u][2], metadata={"url": u, "title": CORPUS[u][0], "source_type": CORPUS[u][1]})
+        for u in (urls or tuple(CORPUS))
+    ]
+
+
+def retriever(*urls: str) -> ListRetriever:
+    return ListRetriever(docs=documents(*urls))
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as s:
+        yield s
+
+
+def llm_context(server: OpenAIServer, **kw: Any) -> EvidentContext:
+    """Settings pointing the real ChatOpenAI at the test server; fast retries for the tests."""
+    values: dict[str, Any] = dict(model="test-model", base_url=server.base_url, api_key="test-key",
+                                  model_timeout_s=10.0, model_backoff_s=0.01, model_backoff_max_s=0.05)
+    values.update(kw)
+    return EvidentContext(**values)
+
+
+def passages_reply(*items: tuple[str, str], **kw: Any) -> Reply:
+    """An extraction reply: (url, content) pairs as `collected_passages`."""
+    body = {"collected_passages": [{"passage_id": str(i), "url": u, "content": c} for i, (u, c) in enumerate(items, 1)]}
+    return Reply(content=json.dumps(body), **kw)
+
+
+# -- an echo model: quotes the documents it is shown ----------------------------------------------
+
+_DOC = re.compile(
+    r"<document>\nurl: (?P<url>[^\n]*)\nsource_type: [^\n]*\ntitle: [^\n]*\ncontent:\n"
+    r"(?P<content>.*?)\n</document>", re.S,
+)
+_PASSAGE = re.compile(
+    r"<passage>\ndocumentUrl: (?P<url>[^\n]*)\ndocumentMetadata: [^\n]*\ndocumentContent:\n"
+    r"(?P<content>.*?)\n</passage>", re.S,
+)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]")
+
+
+def prompt_documents(request: ChatRequest) -> list[tuple[str, str]]:
+    """(url, content) of every document an extraction prompt shows."""
+    return [(m["url"], m["content"]) for m in _DOC.finditer(request.text)]
+
+
+def echo_responder(extract_sentences: int = 1, tokens: dict[str, Any] | None = None) -> Any:
+    """A deterministic stand-in for a good model: extraction quotes the first sentences of every
+    document (or part) shown, verbatim; generation states the first sentence of every passage with
+    its [url]. `tokens` adds simulated latency (Reply's ttft_s / tokens_per_s)."""
+
+    def respond(request: ChatRequest) -> Reply:
+        extra = dict(tokens or {})
+        if request.kind == "extract":
+            found: list[tuple[str, str]] = []
+            for url, content in prompt_documents(request):
+                sentences = [m.group(0).strip() for m in _SENTENCE.finditer(content) if len(m.group(0).split()) >= 4]
+                found.extend((url, s) for s in sentences[:extract_sentences])
+            return passages_reply(*found, **extra)
+        lines = []
+        for m in _PASSAGE.finditer(request.text):
+            first = _SENTENCE.search(m["content"])
+            if first:
+                lines.append(f"{first.group(0).strip()} [{m['url']}]")
+        return Reply(content="\n".join(lines) or "Nothing to say.", **extra)
+
+    return respond
+
+
+# -- checks -----------------------------------------------------------------------------------------
+
+
+def check_grounded(out: dict[str, Any]) -> None:
+    """Every citation resolves to retrieved text; quotes are the documents' own text; nothing uncited."""
+    docs = {d.url: d for d in out["documents"]}
+    assert out["citations"], out["answer"]
+    for c in out["citations"]:
+        assert c.url in docs, c.url
+        assert c.spans and c.passage_ids
+        text = docs[c.url].content
+        for start, end in c.spans:
+            assert 0 <= start < end <= len(text)
+        assert c.quote.replace(" … ", "") == "".join(text[s:e] for s, e in c.spans)
+    for url in CITATION.findall(out["answer"]):
+        assert url in docs, url
+    for line in parse_answer(out["answer"]):
+        for unit in line.units:
+            assert unit.urls or unit.text.startswith(PREFACE), unit.text

@@ -1,0 +1,462 @@
+"""Local stand-ins for a MediaWiki, a Confluence and a static documentation site, on 127.0.0.1.
+
+They answer the request shapes the real systems answer (MediaWiki Action API with
+`formatversion=2`, Confluence REST `content/search` with CQL and `_links.next` pagination, plain
+static files with robots.txt and sitemaps), with responses shaped like recorded ones, and they can
+be told to misbehave: slow answers, HTTP errors, malformed bodies, API errors, expired sessions.
+Every request is recorded, so tests can assert on what a connector asked for (and did not).
+
+Stdlib only. `stop()` wakes any stalled reply, shuts the server down and joins its threads.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes = b""
+
+    def form(self) -> dict[str, str]:
+        return {k: v[-1] for k, v in parse_qs(self.body.decode("utf-8")).items()}
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+
+@dataclass
+class Response:
+    status: int = 200
+    body: bytes | str | Any = b""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+    def payload(self) -> bytes:
+        if isinstance(self.body, bytes):
+            return self.body
+        if isinstance(self.body, str):
+            return self.body.encode("utf-8")
+        return json.dumps(self.body).encode("utf-8")
+
+
+Handler = Callable[[Request], Response]
+
+
+class FixtureServer:
+    """A threaded HTTP server whose every request goes to `handle`; use as a context manager."""
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        outer = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out in separate writes
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _serve(self) -> None:
+                parts = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                request = Request(
+                    method=self.command, path=parts.path,
+                    query={k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()},
+                    headers={k.lower(): v for k, v in self.headers.items()}, body=body,
+                )
+                with outer._lock:
+                    outer.requests.append(request)
+                response = outer.handle(request)
+                if response.delay_s and outer._stopping.wait(response.delay_s):
+                    return
+                payload = response.payload()
+                try:
+                    self.send_response(response.status)
+                    self.send_header("Content-Type", response.content_type)
+                    self.send_header("Content-Length", str(len(payload)))
+                    for name, value in response.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (its timeout): nothing to do
+
+            do_GET = do_POST = do_HEAD = _serve
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        # A short poll interval: stop() waits for the serving loop to notice, once per test.
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), name=type(self).__name__,
+                                        daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def handle(self, request: Request) -> Response:
+        raise NotImplementedError
+
+    def start(self) -> FixtureServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def paths(self) -> list[str]:
+        with self._lock:
+            return [r.path for r in self.requests]
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.casefold())
+
+
+def _score(query: str, *texts: str) -> int:
+    words = set(_words(query))
+    return sum(1 for t in texts for w in _words(t) if w in words)
+
+
+# -- MediaWiki ---------------------------------------------------------------------------------
+
+
+@dataclass
+class WikiPage:
+    pageid: int
+    title: str
+    text: str  # what TextExtracts returns with explaintext
+    html: str = ""  # what action=parse returns
+    ns: int = 0
+
+
+class MediaWikiServer(FixtureServer):
+    """`/w/api.php` of a wiki: search, extracts (one full page per response), parse, users, login.
+
+    `bot` = (user, password) makes the wiki private: every read needs the session of a bot-password
+    login (`assert=user` fails once the session is expired with `expire_sessions()`). `token` makes it
+    accept an OAuth Bearer token instead.
+    """
+
+    def __init__(
+        self,
+        pages: list[WikiPage],
+        *,
+        bot: tuple[str, str] | None = None,
+        token: str | None = None,
+        user_rights: dict[str, list[str]] | None = None,
+        anonymous_rights: list[str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.pages = pages
+        self.bot = bot
+        self.token = token
+        self.user_rights = user_rights or {}
+        self.anonymous_rights = anonymous_rights if anonymous_rights is not None else ["read", "createaccount"]
+        self.sessions: set[str] = set()
+        self.fault: Callable[[Request], Response | None] | None = None
+        self._counter = 0
+
+    @property
+    def api_url(self) -> str:
+        return self.url + "/w/api.php"
+
+    def expire_sessions(self) -> None:
+        self.sessions.clear()
+
+    def fullurl(self, page: WikiPage) -> str:
+        return f"{self.url}/wiki/{quote(page.title.replace(' ', '_'))}"
+
+    def handle(self, request: Request) -> Response:
+        if request.path != "/w/api.php":
+            return Response(404, "<html><body>Not Found</body></html>", "text/html")
+        if self.fault is not None and (scripted := self.fault(request)) is not None:
+            return scripted
+        params = {**request.query, **(request.form() if request.method == "POST" else {})}
+        if params.get("format") != "json":
+            return Response(200, "<html><body>MediaWiki API help</body></html>", "text/html")
+        if params.get("action") == "login":
+            return self._login(params)
+        if params.get("meta") == "tokens":
+            self._counter += 1
+            return Response(body={"batchcomplete": True, "query": {"tokens": {"logintoken": f"tok{self._counter}+\\"}}},
+                            headers={"Set-Cookie": f"wikidb_session=pre{self._counter}; path=/; HttpOnly"})
+        denied = self._auth_problem(request, params)
+        if denied is not None:
+            return denied
+        if params.get("action") == "parse":
+            return self._parse(params)
+        if params.get("list") == "search":
+            return self._search(params)
+        if params.get("list") == "users":
+            return self._users(params)
+        if params.get("meta") == "siteinfo":
+            return Response(body={"batchcomplete": True, "query": {"usergroups": [
+                {"name": "*", "rights": self.anonymous_rights}, {"name": "user", "rights": ["read", "edit"]},
+            ]}})
+        if "extracts" in params.get("prop", "") or params.get("prop") == "info":
+            return self._pages(params)
+        return Response(body={"errors": [{"code": "badvalue", "text": "Unrecognized value.", "module": "main"}]})
+
+    def _error(self, code: str, text: str) -> Response:
+        return Response(body={"errors": [{"code": code, "text": text, "module": "main"}], "servedby": "mw1"},
+                        headers={"MediaWiki-API-Error": code})
+
+    def _auth_problem(self, request: Request, params: dict[str, str]) -> Response | None:
+        if self.token is not None:
+            if request.headers.get("authorization") != f"Bearer {self.token}":
+                return self._error("mwoauth-invalid-authorization", "The authorization headers in your request are not valid.")
+            return None
+        if self.bot is not None:
+            cookie = request.headers.get("cookie", "")
+            session = re.search(r"wikidb_session=([\w-]+)", cookie)
+            if session is None or session.group(1) not in self.sessions:
+                if params.get("assert") == "user":
+                    return self._error("assertuserfailed", "You are no longer logged in, so the action could not be completed.")
+                return self._error("readapidenied", "You need read permission to use this module.")
+        return None
+
+    def _login(self, params: dict[str, str]) -> Response:
+        if self.bot is None or (params.get("lgname"), params.get("lgpassword")) != self.bot or not params.get("lgtoken"):
+            return Response(body={"login": {"result": "Failed", "reason": "Incorrect username or password entered. Please try again."}})
+        self._counter += 1
+        session = f"s{self._counter}"
+        self.sessions.add(session)
+        return Response(body={"login": {"result": "Success", "lguserid": 7, "lgusername": self.bot[0].split("@")[0]}},
+                        headers={"Set-Cookie": f"wikidb_session={session}; path=/; HttpOnly"})
+
+    def _search(self, params: dict[str, str]) -> Response:
+        query = params.get("srsearch", "")
+        limit = int(params.get("srlimit", "10"))
+        offset = int(params.get("sroffset", "0"))
+        namespaces = {int(n) for n in params.get("srnamespace", "0").split("|") if n}
+        hits = sorted(
+            ((s, p) for p in self.pages if p.ns in namespaces and (s := _score(query, p.title, p.text)) > 0),
+            key=lambda sp: (-sp[0], sp[1].pageid),
+        )
+        window = hits[offset : offset + limit]
+        body: dict[str, Any] = {"batchcomplete": True, "query": {
+            "searchinfo": {"totalhits": len(hits)},
+            "search": [{"ns": p.ns, "title": p.title, "pageid": p.pageid} for _, p in window],
+        }}
+        if offset + limit < len(hits):
+            body["continue"] = {"sroffset": offset + limit, "continue": "-||"}
+        return Response(body=body)
+
+    def _pages(self, params: dict[str, str]) -> Response:
+        ids = [int(i) for i in params.get("pageids", "").split("|") if i]
+        by_id = {p.pageid: p for p in self.pages}
+        start = int(params.get("excontinue", "0"))
+        pages = []
+        for position, pid in enumerate(ids):
+            page = by_id.get(pid)
+            if page is None:
+                pages.append({"pageid": pid, "missing": True})
+                continue
+            entry: dict[str, Any] = {
+                "pageid": pid, "ns": page.ns, "title": page.title, "contentmodel": "wikitext",
+                "pagelanguage": "en", "touched": "2025-01-02T03:04:05Z", "lastrevid": 1000 + pid,
+                "length": len(page.text), "fullurl": self.fullurl(page),
+                "editurl": self.fullurl(page) + "?action=edit", "canonicalurl": self.fullurl(page),
+            }
+            # TextExtracts: a whole-page extract only for one page per response.
+            if "extracts" in params.get("prop", "") and position == start:
+                entry["extract"] = page.text
+            pages.append(entry)
+        body: dict[str, Any] = {"batchcomplete": True, "query": {"pages": pages}}
+        if "extracts" in params.get("prop", "") and start + 1 < len(ids):
+            body = {"continue": {"excontinue": start + 1, "continue": "||info"}, "query": {"pages": pages}}
+        return Response(body=body)
+
+    def _parse(self, params: dict[str, str]) -> Response:
+        page = next((p for p in self.pages if str(p.pageid) == params.get("pageid")), None)
+        if page is None:
+            return self._error("nosuchpageid", "There is no page with ID.")
+        return Response(body={"parse": {"title": page.title, "pageid": page.pageid, "displaytitle": page.title,
+                                        "text": page.html or f"<div class=\"mw-parser-output\"><p>{page.text}</p></div>"}})
+
+    def _users(self, params: dict[str, str]) -> Response:
+        users = []
+        for name in params.get("ususers", "").split("|"):
+            if name in self.user_rights:
+                users.append({"userid": 1, "name": name, "rights": self.user_rights[name]})
+            else:
+                users.append({"name": name, "missing": True})
+        return Response(body={"batchcomplete": True, "query": {"users": users}})
+
+
+# -- Confluence --------------------------------------------------------------------------------
+
+
+@dataclass
+class ConfluencePage:
+    id: str
+    title: str
+    space: str
+    storage: str  # the body in storage format
+    read_users: list[str] = field(default_factory=list)
+    read_groups: list[str] = field(default_factory=list)
+    readers: list[str] | None = None  # who permission/check says may read (None: everyone)
+
+
+class ConfluenceServer(FixtureServer):
+    """Confluence REST: `content/search` (CQL, expand, `_links.next`) and `permission/check`.
+
+    Cloud (`context="/wiki"`, basic auth e-mail:token) or Data Center (`context=""`, Bearer token).
+    The server caps `limit` at `max_limit`, as real Confluence does when bodies are expanded.
+    """
+
+    def __init__(
+        self,
+        pages: list[ConfluencePage],
+        *,
+        context: str = "/wiki",
+        email: str | None = "bot@example.com",
+        token: str = "secret-token-123",
+        max_limit: int = 2,
+    ) -> None:
+        super().__init__()
+        self.pages = pages
+        self.context = context
+        self.email = email
+        self.token = token
+        self.max_limit = max_limit
+        self.fault: Callable[[Request], Response | None] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return self.url + self.context
+
+    def handle(self, request: Request) -> Response:
+        if self.fault is not None and (scripted := self.fault(request)) is not None:
+            return scripted
+        if not self._authorised(request):
+            return Response(401, {"statusCode": 401, "message": "Unauthorized; scope does not match"},
+                            headers={"WWW-Authenticate": 'Basic realm="Confluence"'})
+        path = request.path[len(self.context):] if request.path.startswith(self.context) else None
+        if path == "/rest/api/content/search" and request.method == "GET":
+            return self._search(request.query)
+        match = re.fullmatch(r"/rest/api/content/(\w+)/permission/check", path or "")
+        if match and request.method == "POST":
+            return self._check(match.group(1), request.json())
+        return Response(404, {"statusCode": 404, "message": "No content found"})
+
+    def _authorised(self, request: Request) -> bool:
+        auth = request.headers.get("authorization", "")
+        if self.email is not None:
+            expected = base64.b64encode(f"{self.email}:{self.token}".encode()).decode()
+            return auth == f"Basic {expected}"
+        return auth == f"Bearer {self.token}"
+
+    def _search(self, query: dict[str, str]) -> Response:
+        cql = query.get("cql", "")
+        text = re.search(r'text ~ "([^"]*)"', cql)
+        if text is None:
+            return Response(400, {"statusCode": 400, "message": f"Could not parse cql : {cql}"})
+        spaces = re.search(r"space in \(([^)]*)\)", cql)
+        wanted = {s.strip().strip('"') for s in spaces.group(1).split(",")} if spaces else None
+        hits = sorted(
+            ((s, p) for p in self.pages
+             if (wanted is None or p.space in wanted) and (s := _score(text.group(1), p.title, p.storage)) > 0),
+            key=lambda sp: (-sp[0], sp[1].id),
+        )
+        start = int(query.get("start", "0"))
+        limit = min(int(query.get("limit", "25")), self.max_limit)
+        window = hits[start : start + limit]
+        expand = query.get("expand", "")
+        results = [self._content(p, expand) for _, p in window]
+        links: dict[str, Any] = {"base": self.base_url, "context": self.context, "self": self.base_url + "/rest/api/content/search"}
+        if start + limit < len(hits):
+            links["next"] = "/rest/api/content/search?" + urlencode(
+                {"cql": cql, "limit": limit, "start": start + limit, "expand": expand})
+        return Response(body={"results": results, "start": start, "limit": limit, "size": len(results), "_links": links})
+
+    def _content(self, page: ConfluencePage, expand: str) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "id": page.id, "type": "page", "status": "current", "title": page.title,
+            "_links": {"webui": f"/spaces/{page.space}/pages/{page.id}/{page.title.replace(' ', '+')}",
+                       "tinyui": f"/x/{page.id}", "self": f"{self.base_url}/rest/api/content/{page.id}"},
+            "_expandable": {"container": "", "metadata": "", "operations": "", "children": "", "history": ""},
+        }
+        if "body.storage" in expand:
+            item["body"] = {"storage": {"value": page.storage, "representation": "storage"}}
+        if "space" in expand:
+            item["space"] = {"id": 1, "key": page.space, "name": page.space.title(), "type": "global"}
+        if "version" in expand:
+            item["version"] = {"number": 3, "when": "2025-03-04T05:06:07.000Z", "minorEdit": False}
+        if "restrictions.read" in expand:
+            item["restrictions"] = {"read": {"operation": "read", "restrictions": {
+                "user": {"results": [{"type": "known", "accountId": u, "displayName": u} for u in page.read_users],
+                         "start": 0, "limit": 200, "size": len(page.read_users)},
+                "group": {"results": [{"type": "group", "name": g, "id": f"g-{g}"} for g in page.read_groups],
+                          "start": 0, "limit": 200, "size": len(page.read_groups)},
+            }}}
+        return item
+
+    def _check(self, page_id: str, body: Any) -> Response:
+        page = next((p for p in self.pages if p.id == page_id), None)
+        if page is None:
+            return Response(404, {"statusCode": 404, "message": "No content found"})
+        subject = (body or {}).get("subject") or {}
+        if subject.get("type") != "user" or (body or {}).get("operation") != "read":
+            return Response(400, {"statusCode": 400, "message": "invalid permission check"})
+        allowed = page.readers is None or subject.get("identifier") in page.readers
+        return Response(body={"hasPermission": allowed, "errors": [] if allowed else [
+            {"key": "permission.denied", "message": "User does not have read permission"}]})
+
+
+# -- a static documentation site ---------------------------------------------------------------
+
+
+class StaticSite(FixtureServer):
+    """Files by path: `{"/docs/": ("text/html", "<html>…")}`; anything else is a 404 page.
+
+    A value may also be a `Response` (redirects, errors, slow pages). `{base}` in any body is replaced
+    by the server's URL, so sitemaps and links can be absolute.
+    """
+
+    def __init__(self, files: dict[str, tuple[str, str] | Response]) -> None:
+        super().__init__()
+        self.files = files
+
+    def handle(self, request: Request) -> Response:
+        found = self.files.get(request.path)
+        if found is None:
+            return Response(404, "<html><body><h1>Page not found</h1></body></html>", "text/html")
+        if isinstance(found, Response):
+            headers = {k: v.replace("{base}", self.url) for k, v in found.headers.items()}
+            body = found.body.replace("{base}", self.url) if isinstance(found.body, str) else found.body
+            return Response(found.status, body, found.content_type, headers, found.delay_s)
+        ctype, body = found
+        payload = body.replace("{base}", self.url)
+        etag = '"' + hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16] + '"'
+        if request.headers.get("if-none-match") == etag:
+            return Response(304, b"", ctype, {"ETag": etag})
+        return Response(200, payload, ctype, {"ETag": etag})
