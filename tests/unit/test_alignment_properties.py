@@ -19,7 +19,8 @@ from evident.alignment import (
 )
 from evident.alignment.aligner import _Counts
 from evident.alignment.reference import align_reference
-from evident.alignment.tokenize import is_word_char, words
+from evident.alignment.tokenize import words
+from tests.support.token_oracle import oracle_tokens
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 THOROUGH = settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
@@ -49,15 +50,6 @@ doc_text = st.lists(st.tuples(st.sampled_from(VOCAB), st.sampled_from(SEPS)), mi
     lambda pairs: "".join(w + s for w, s in pairs))
 
 
-def oracle_tokens(text: str) -> list[str]:
-    out, cur = [], ""
-    for ch in nfkc_casefold(text):
-        if is_word_char(ch):
-            cur += ch
-        elif cur:
-            out.append(cur)
-            cur = ""
-    return out + ([cur] if cur else [])
 
 
 @st.composite

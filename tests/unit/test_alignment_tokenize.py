@@ -7,19 +7,10 @@ import unicodedata
 import pytest
 
 from evident.alignment import DocumentIndex, IndexCache, content_hash, nfkc_casefold, normalize_with_map, tokenize
-from evident.alignment.tokenize import is_word_char, token_string, words
+from evident.alignment.tokenize import token_string, words
+from tests.support.token_oracle import oracle_tokens
 
 
-def oracle(text: str) -> list[str]:
-    """Word tokens of the comparison form, the slow obvious way."""
-    out, cur = [], ""
-    for ch in nfkc_casefold(text):
-        if is_word_char(ch):
-            cur += ch
-        elif cur:
-            out.append(cur)
-            cur = ""
-    return out + ([cur] if cur else [])
 
 
 NOISY_PAGE = (
@@ -42,7 +33,7 @@ NOISY_PAGE = (
 
 def test_tokens_map_back_to_exact_spans_on_a_noisy_page() -> None:
     toks = tokenize(NOISY_PAGE)
-    assert list(toks.tokens) == oracle(NOISY_PAGE)
+    assert list(toks.tokens) == oracle_tokens(NOISY_PAGE)
     for tok, start, end in zip(toks.tokens, toks.starts, toks.ends):
         piece = NOISY_PAGE[start:end]
         assert 0 <= start < end <= len(NOISY_PAGE)
@@ -136,7 +127,7 @@ def test_normalize_ascii_and_precomposed_fast_paths() -> None:
 def test_document_index_agrees_with_tokenize(text: str) -> None:
     doc = DocumentIndex(text, content_hash(text))
     toks = tokenize(text)
-    assert doc.tokens == list(toks.tokens) == oracle(text)
+    assert doc.tokens == list(toks.tokens) == oracle_tokens(text)
     assert doc.tstring == token_string(toks.tokens)
     assert doc.n_tokens == len(toks)
     for i in range(len(toks)):
