@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from evident.alignment.cache import DEFAULT_CACHE, IndexCache
 from evident.alignment.models import AlignmentDecision, Passage, SourceDocument
@@ -31,8 +31,24 @@ def _as_passage(p: Passage | Mapping[str, Any]) -> Passage:
     return p if isinstance(p, Passage) else Passage.model_validate(p)
 
 
-def _as_document(d: SourceDocument | Mapping[str, Any]) -> SourceDocument:
-    return d if isinstance(d, SourceDocument) else SourceDocument.model_validate(d)
+class _Doc(NamedTuple):
+    url: str
+    content: str
+    content_hash: str
+
+
+def _as_document(d: SourceDocument | Mapping[str, Any]) -> _Doc:
+    """URL, text and (if known) content hash: all alignment reads of a document.
+
+    A plain mapping is not turned into a `SourceDocument`: that would hash its whole text on
+    every call, while the index cache can key it by Python's cached string hash instead.
+    """
+    if isinstance(d, SourceDocument):
+        return _Doc(d.url, d.content, d.content_hash)
+    url, content = d.get("url"), d.get("content", d.get("text"))
+    if not isinstance(url, str) or not isinstance(content, str):
+        return _as_document(SourceDocument.model_validate(d))  # raises the usual validation error
+    return _Doc(url, content, str(d.get("content_hash") or ""))
 
 
 def _url_key(url: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from evident.alignment.models import content_hash
 from evident.alignment.tokenize import DocumentIndex
 
 
@@ -25,7 +24,9 @@ class IndexCache:
         self.misses = 0
 
     def get(self, text: str, key: str | None = None) -> DocumentIndex:
-        key = key or content_hash(text)
+        # Without a stored content hash, Python's string hash (computed once per string object)
+        # is key enough: a hit is only ever served for identical text, checked below.
+        key = key or f"py:{len(text)}:{hash(text)}"
         with self._lock:
             found = self._items.get(key)
             # A key handed in by the caller (a stored content_hash) may be stale: an index is
