@@ -1,10 +1,10 @@
-# The two commands of the README: `make demo` and `make test`. Both create .venv on first use.
+# The commands of the README: `make demo`, `make test` and `make serve`. All create .venv on first use.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 QUESTION ?= How many days do I have to submit an expense report after a trip?
 
-.PHONY: demo test install install-dev clean
+.PHONY: demo test serve install install-dev install-serve clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -21,8 +21,13 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
 
+$(VENV)/.installed-serve: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[serve]'
+	@touch $@
+
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+install-serve: $(VENV)/.installed-serve
 
 demo: install
 	$(BIN)/evident index examples/corpus
@@ -31,5 +36,11 @@ demo: install
 test: install-dev
 	$(BIN)/python -m pytest -q
 
+# The graph behind the LangGraph API on http://$(HOST):$(PORT) (Studio API, /docs, /health), offline.
+HOST ?= 127.0.0.1
+PORT ?= 2024
+serve: install-serve
+	$(BIN)/evident serve --host $(HOST) --port $(PORT)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .langgraph_api

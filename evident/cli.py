@@ -96,6 +96,9 @@ def ask(
     ] = None,
     user: Annotated[Optional[str], typer.Option("--user", help="Ask as this user (document permissions).")] = None,
     group: Annotated[Optional[list[str]], typer.Option("--group", help="A group of --user (repeatable).")] = None,
+    stream: Annotated[
+        bool, typer.Option("--stream", help="Show each step on stderr and the answer's tokens as they come.")
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Answer a question: every sentence cited, every citation resolved to its source span."""
@@ -104,8 +107,30 @@ def ask(
     principal = {"user": user or "", "groups": group or []} if (user or group) else None
     raise typer.Exit(
         run(question, corpus=corpus, config=config, index=index_path, batch=batch, json_out=json_out,
-            principal=principal)
+            principal=principal, stream=stream)
     )
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 2024,
+    config: Annotated[Optional[Path], typer.Option("--config", help="evident.toml settings file.")] = None,
+    corpus: Annotated[
+        Optional[list[Path]], typer.Option("--corpus", help="Corpus folder or JSONL to serve (repeatable).")
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Queries run at the same time.")] = 8,
+    reload: Annotated[bool, typer.Option("--reload", help="Restart when the code changes (development).")] = False,
+    langgraph_config: Annotated[
+        Optional[Path], typer.Option("--langgraph-config", help="langgraph.json to serve (default: the project's).")
+    ] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Serve the graph with the LangGraph API server (`langgraph dev`), offline: Studio API, /health, /version."""
+    from evident.commands.serve import run
+
+    raise typer.Exit(run(host=host, port=port, reload=reload, jobs=jobs, config=config, corpus=corpus,
+                         langgraph_config=langgraph_config, json_out=json_out))
 
 
 def main() -> None:

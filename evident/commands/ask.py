@@ -108,10 +108,13 @@ def run(
     batch: Path | None,
     json_out: bool,
     principal: dict[str, Any] | None = None,
+    stream: bool = False,
 ) -> int:
     logging.basicConfig(level=logging.WARNING, format="evident: warning: %(message)s")
     if batch is not None and question is not None:
         fail("ask", "give either a QUESTION or --batch FILE, not both")
+    if stream and batch is not None:
+        fail("ask", "--stream answers one QUESTION; it cannot be combined with --batch")
     if batch is None and question is None:
         fail("ask", 'missing QUESTION (evident ask "How do I …?") or --batch FILE')
     if batch is not None and not batch.is_file():
@@ -119,6 +122,11 @@ def run(
     ctx = _context(corpus, config, index)
     from evident.graph import graph
 
+    if batch is None and stream:
+        from evident.commands.ask_stream import run_stream
+
+        assert question is not None
+        return run_stream(graph, ctx, question, principal, json_out)
     if batch is None:
         assert question is not None
         res = result_json(_invoke(graph, ctx, question, principal), question)

@@ -93,7 +93,7 @@ def run(config: Path | None, *, query: str, json_out: bool) -> int:
 def run_index(config: Path, only: list[str], json_out: bool) -> int:
     """Refresh the index of every local and docs source in `config` (or of the ones named in `only`)."""
     from evident.connectors.config import DocsSettings, LocalSettings, crawl_settings, docs_index_path, parse_settings
-    from evident.connectors.docs_site import refresh_docs_index
+    from evident.connectors.docs_index import refresh_docs_index
     from evident.connectors.index import IndexFileError, LocalIndex, default_index_path
     from evident.connectors.loaders import CorpusError
     from evident.connectors.source import SourceConfigError, SourceFailure

@@ -261,7 +261,7 @@ def crawl_settings(settings: DocsSettings) -> Any:
 
 
 def docs_index_path(settings: DocsSettings) -> Path:
-    from evident.connectors.docs_site import default_docs_index
+    from evident.connectors.docs_index import default_docs_index
 
     if settings.index_path:
         return settings.path(settings.index_path)

@@ -4,22 +4,17 @@ A site is given by its `sitemap.xml` (the page list) or by start URLs whose link
 never leaves its allowed URL prefixes. Politeness: robots.txt is honoured (RFC 9309: an unreachable
 robots.txt means "do not crawl", a missing one means "allowed"), requests are spaced by the rate limit
 or the site's Crawl-delay, whichever is slower, redirects are re-checked, and a page cap bounds the
-load. Pages are stored as a JSONL snapshot next to the index (readable, diffable) and the snapshot is
-indexed like any JSONL corpus, so refreshes are incremental. A refresh keeps a page's previous text
-when it cannot be fetched this time (the site is down), and removes it when it is gone (404/410).
+load. A page that cannot be fetched this time (the site is down) keeps its text from the last crawl;
+a page that is gone (404/410) is dropped. Storing and indexing the pages: `docs_index`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import re
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 from urllib.robotparser import RobotFileParser
@@ -29,15 +24,15 @@ from pydantic import BaseModel, Field
 from selectolax.lexbor import LexborHTMLParser
 
 from evident.connectors.html_text import declared_charset, parse_html
-from evident.connectors.http import USER_AGENT, host, transport_failure
-from evident.connectors.index import IndexStats, LocalIndex
-from evident.connectors.sitemap import SitemapError, parse_sitemap
+from evident.connectors.http import USER_AGENT, transport_failure
+from evident.connectors.sitemap import MAX_SITEMAP_BYTES, SitemapError, parse_sitemap
 from evident.connectors.source import SourceFailure
 
 ROBOTS_AGENT = "EvidenT"  # the product token robots.txt rules are matched against
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 MAX_REDIRECTS = 5
 MAX_SITEMAPS = 50
+MAX_ROBOTS_CHARS = 500_000  # RFC 9309 lets crawlers ignore what follows the first 500 KiB
 GONE = frozenset({404, 410})
 
 SkipReporter = Callable[[str, str], None]
@@ -211,7 +206,7 @@ class Crawler:
             elif status >= 400:
                 robots.allow_all = True
             else:
-                robots.parse(response.text.splitlines())
+                robots.parse(response.text[:MAX_ROBOTS_CHARS].splitlines())
                 delay = robots.crawl_delay(ROBOTS_AGENT)
                 if delay:
                     self._limiter.slow_down(float(delay))
@@ -242,6 +237,9 @@ class Crawler:
             if response.status_code != 200:
                 self._skip(result, url, f"sitemap: HTTP {response.status_code}")
                 result.unreachable += response.status_code not in GONE
+                continue
+            if len(response.content) > MAX_SITEMAP_BYTES:
+                self._skip(result, url, "sitemap larger than 50 MB")
                 continue
             try:
                 sitemap = parse_sitemap(response.content)
@@ -389,68 +387,3 @@ def _links_and_robots(html: str, page_url: str) -> tuple[list[str], set[str]]:
         if name in {"robots", ROBOTS_AGENT.lower()}:
             directives |= {d.strip() for d in (meta.attributes.get("content") or "").lower().split(",")}
     return links, directives
-
-
-# -- the snapshot and its index ----------------------------------------------------------------
-
-
-class DocsRefreshStats(IndexStats):
-    fetched: int = 0
-    reused: int = 0
-    pages: int = 0
-
-
-def default_docs_index(name: str, settings: CrawlSettings) -> Path:
-    """Where a docs source's index lives when none is configured: one file per source and site."""
-    digest = hashlib.sha256("\n".join([name, *settings.sitemaps, *settings.start_urls]).encode()).hexdigest()[:12]
-    base = os.environ.get("EVIDENT_INDEX_DIR") or "~/.cache/evident/indexes"
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "docs"
-    return Path(base).expanduser() / f"docs-{slug}-{digest}.sqlite3"
-
-
-def pages_path(index_path: Path) -> Path:
-    return index_path.with_name(index_path.stem + ".pages.jsonl")
-
-
-def read_pages(path: Path) -> dict[str, dict[str, Any]]:
-    if not path.exists():
-        return {}
-    pages: dict[str, dict[str, Any]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            record = json.loads(line)
-            pages[normalize_url((record.get("crawl") or {}).get("fetched_url") or record["url"])] = record
-    return pages
-
-
-def write_pages(path: Path, records: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for record in sorted(records, key=lambda r: r["url"]):
-            handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
-    os.replace(tmp, path)  # readers see the old snapshot or the new one, never half of one
-
-
-def refresh_docs_index(
-    settings: CrawlSettings,
-    index_path: Path,
-    *,
-    client: httpx.Client | None = None,
-    on_skip: SkipReporter | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-) -> DocsRefreshStats:
-    """Crawl the site and bring its index up to date; raises `SourceFailure` if nothing could be crawled."""
-    snapshot = pages_path(index_path)
-    previous = read_pages(snapshot)
-    result = Crawler(settings, client=client, on_skip=on_skip, sleep=sleep).run(previous)
-    if not result.records:
-        reasons = "; ".join(f"{url}: {why}" for url, why in result.skipped[:3]) or "no pages found"
-        raise SourceFailure(f"crawl of {', '.join(host(u) for u in settings.sitemaps + settings.start_urls)} "
-                            f"found no pages ({reasons}); the index was left as it was")
-    write_pages(snapshot, result.records)
-    with LocalIndex(index_path) as index:
-        stats = index.add_corpus(snapshot)
-        stats.removed += index.retain_roots([snapshot])
-        count = index.count()
-    return DocsRefreshStats(**stats.model_dump(), fetched=result.fetched, reused=result.reused, pages=count)

@@ -21,8 +21,9 @@ import contextvars
 import logging
 import time
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -46,6 +47,7 @@ from evident.connectors.source import (
     SourceFailure,
     accepts_principal,
 )
+from evident.connectors.workers import WORKERS
 from evident.models import Principal, SourceDocument, SourceError, SourceRun
 
 log = logging.getLogger(__name__)
@@ -193,13 +195,11 @@ class FederatedRetriever(BaseRetriever):
         if not self.sources:
             return []
         outcomes = {id(s): _Outcome(source=s) for s in self.sources}
-        # A fresh pool per query: a source stuck past its deadline keeps its thread, and must not
-        # hold up the next query's sources. Connectors bound their own I/O by the same timeout.
-        pool = ThreadPoolExecutor(max_workers=len(self.sources), thread_name_prefix="evident-source")
         start = time.perf_counter()
-        futures: dict[Future[tuple[Any, int, float]], Source] = {
-            pool.submit(contextvars.Context().run, _call_untraced, s, query, principal): s for s in self.sources
-        }
+        submitted, overflow = WORKERS.submit_all(
+            [partial(contextvars.Context().run, _call_untraced, s, query, principal) for s in self.sources]
+        )
+        futures: dict[Future[tuple[Any, int, float]], Source] = dict(zip(submitted, self.sources))
         deadlines = {f: start + s.timeout_s for f, s in futures.items()}
         pending = set(futures)
         try:
@@ -216,7 +216,8 @@ class FederatedRetriever(BaseRetriever):
                 if pending:
                     wait(pending, timeout=max(0.0, min(deadlines[f] for f in pending) - now), return_when=FIRST_COMPLETED)
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            if overflow is not None:
+                overflow.shutdown(wait=False, cancel_futures=True)
         return [outcomes[id(s)] for s in self.sources]
 
     @staticmethod

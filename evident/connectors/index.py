@@ -73,6 +73,15 @@ _SCHEMA_V1: tuple[str, ...] = (
 _MIGRATIONS: dict[int, tuple[str, ...]] = {}
 
 _COLUMNS = "url, title, source, source_type, content, content_hash, metadata"
+_TIE_MARGIN = 64  # extra ranked rows read so that ties at the k-th place are usually resolved in one go
+_SEARCH_BY_URL = f"""
+    SELECT d.url, d.title, d.source, d.source_type, d.content, d.content_hash, d.metadata,
+           -bm25(documents_fts, {TITLE_WEIGHT}, {CONTENT_WEIGHT}) AS score
+    FROM documents_fts JOIN documents AS d ON d.id = documents_fts.rowid
+    WHERE documents_fts MATCH ?
+    ORDER BY score DESC, d.url
+    LIMIT ?
+"""
 
 
 class IndexFileError(Exception):
@@ -196,16 +205,27 @@ class LocalIndex:
         expression = fts_match_expression(query)
         if expression is None or k <= 0:
             return []
-        sql = f"""
-            SELECT d.url, d.title, d.source, d.source_type, d.content, d.content_hash, d.metadata,
-                   -bm25(documents_fts, {TITLE_WEIGHT}, {CONTENT_WEIGHT}) AS score
-            FROM documents_fts JOIN documents AS d ON d.id = documents_fts.rowid
-            WHERE documents_fts MATCH ?
-            ORDER BY score DESC, d.url
-            LIMIT ?
+        # Rank on the full-text index alone, then read only the winners' rows: joining first carries
+        # every matching document's text through the sort, which doubles the time on large indexes.
+        ranked_sql = f"""
+            SELECT rowid, -bm25(documents_fts, {TITLE_WEIGHT}, {CONTENT_WEIGHT}) AS score
+            FROM documents_fts WHERE documents_fts MATCH ? ORDER BY score DESC LIMIT ?
         """
         with self._reading():
-            rows = self._conn.execute(sql, (expression, k)).fetchall()
+            ranked = self._conn.execute(ranked_sql, (expression, k + _TIE_MARGIN)).fetchall()
+            if len(ranked) == k + _TIE_MARGIN and ranked[k - 1][1] == ranked[-1][1]:
+                # Rows tied with the k-th may lie beyond what was fetched; the order (score, then URL)
+                # needs the URLs of all of them.
+                rows = self._conn.execute(_SEARCH_BY_URL, (expression, k)).fetchall()
+            else:
+                # Rows tied with the k-th row compete for the last places by URL: read them all.
+                cut = ranked[k - 1][1] if len(ranked) >= k else None
+                scores = {row_id: score for row_id, score in ranked if cut is None or score >= cut}
+                marks = ", ".join("?" for _ in scores)
+                found = self._conn.execute(
+                    f"SELECT id, {_COLUMNS} FROM documents WHERE id IN ({marks})", list(scores)
+                ).fetchall() if scores else []
+                rows = sorted((row[1:] + (scores[row[0]],) for row in found), key=lambda r: (-r[7], r[0]))[:k]
         return [(_document(row), float(row[7])) for row in rows]
 
     def get(self, url: str) -> SourceDocument | None:

@@ -10,15 +10,22 @@ model's context budget (LangGraph `Send`, run in parallel), and `extract` merges
               └─ Send → extract_batch ─┘
 
 A retrieval error goes straight to `postprocess`.
+
+Every node is traced as its own run named after it; `instrument` (evident/graph/instrument.py) adds
+a summary of the step to that run's metadata whenever a tracer listens (docs/serving.md).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
+from pydantic import ConfigDict, ValidationError
 
-from evident.context import EvidentContext
+from evident.context import ConfigError, EvidentContext, _from_environment, _load_toml
+from evident.graph.instrument import instrumented
 from evident.llm import DEFAULT_MODELS, Models
 from evident.nodes.align import align, route_after_align
 from evident.nodes.extract import make_extract_nodes
@@ -31,6 +38,54 @@ from evident.state import EvidentState, InputState
 from evident.tokens import TokenCounter
 
 MAX_PARALLEL_TASKS = 32
+
+_toml_lock = threading.Lock()
+_toml_cache: dict[str | None, dict[str, Any] | ConfigError] = {}
+
+
+def file_defaults() -> dict[str, Any]:
+    """The settings of `evident.toml` (or `EVIDENT_CONFIG`), read once per config path.
+
+    Cached because a dict context is turned into `ContextWithDefaults` inside the LangGraph
+    server's event loop, where reading a file is a blocking call the dev server refuses. A broken
+    file is reported by every query that needs it, not at import.
+    """
+    key = os.environ.get("EVIDENT_CONFIG")
+    with _toml_lock:
+        found = _toml_cache.get(key)
+        if found is None:
+            try:
+                found = _load_toml(None)
+            except ConfigError as exc:
+                found = exc
+            _toml_cache[key] = found
+    if isinstance(found, ConfigError):
+        raise found
+    return found
+
+
+class ContextWithDefaults(EvidentContext):
+    """`EvidentContext` whose unset fields come from `evident.toml` and the environment.
+
+    LangGraph builds the run's context from a dict with `context_schema(**dict)`; that is how the
+    LangGraph server hands over every request's `context` (an empty one included). Plain
+    `EvidentContext(**dict)` would serve built-in defaults and ignore the deployment's
+    `EVIDENT_MODEL`, `EVIDENT_CORPUS`, `evident.toml`, ...; this keeps the precedence of
+    `EvidentContext.from_env`: defaults < evident.toml < environment < the given values.
+    An `EvidentContext` instance passed to `invoke` is used as it is.
+    """
+
+    model_config = ConfigDict(title="EvidentContext")
+
+    def __init__(self, **data: Any) -> None:
+        files = file_defaults()
+        given = {k: v for k, v in data.items() if v is not None}
+        try:
+            super().__init__(**{**files, **_from_environment(), **given})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "settings"
+            raise ConfigError(f"invalid setting {where}: {first['msg']}") from None
 
 
 def build_graph(
@@ -55,17 +110,19 @@ def build_graph(
     if retriever is not None and retriever_factory is not None:
         raise ValueError("pass either retriever or retriever_factory, not both")
     factory = (lambda _ctx: retriever) if retriever is not None else retriever_factory
-    builder = StateGraph(EvidentState, input_schema=InputState, context_schema=EvidentContext)
+    file_defaults()  # read evident.toml now, not inside a server's event loop (see ContextWithDefaults)
+    builder = StateGraph(EvidentState, input_schema=InputState, context_schema=ContextWithDefaults)
     models = DEFAULT_MODELS if chat_model is None else Models(chat_model)
     route_extraction, extract_batch, extract = make_extract_nodes(models, token_counter)
-    builder.add_node("retrieve", make_retrieve(factory))
-    builder.add_node("extract_batch", extract_batch)
-    builder.add_node("extract", extract)
-    builder.add_node("align", align)
-    builder.add_node("insufficient", insufficient)
-    builder.add_node("generate", make_generate(models))
-    builder.add_node("verify", verify)
-    builder.add_node("postprocess", postprocess)
+    traced = instrumented(models, token_counter)
+    builder.add_node("retrieve", traced("retrieve", make_retrieve(factory)))
+    builder.add_node("extract_batch", traced("extract_batch", extract_batch))
+    builder.add_node("extract", traced("extract", extract))
+    builder.add_node("align", traced("align", align))
+    builder.add_node("insufficient", traced("insufficient", insufficient))
+    builder.add_node("generate", traced("generate", make_generate(models)))
+    builder.add_node("verify", traced("verify", verify))
+    builder.add_node("postprocess", traced("postprocess", postprocess))
     builder.add_edge(START, "retrieve")
     builder.add_conditional_edges("retrieve", route_extraction, ["extract_batch", "extract", "postprocess"])
     builder.add_edge("extract_batch", "extract")

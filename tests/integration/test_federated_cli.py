@@ -28,9 +28,13 @@ ENV = {"WIKI_TOKEN": "wiki-token-abc", "CONF_EMAIL": "bot@example.com", "CONF_TO
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    # Module fixtures run before the per-test environment isolation: keep every index inside `cwd`.
+    env = {**os.environ, **ENV, "EVIDENT_INDEX_DIR": str(cwd / "index-cache")}
+    for name in ("EVIDENT_CONFIG", "EVIDENT_CORPUS", "EVIDENT_MODEL", "OPENAI_BASE_URL", "LANGSMITH_TRACING"):
+        env.pop(name, None)
     return subprocess.run(
         [sys.executable, "-m", "evident.cli", *args], capture_output=True, text=True, timeout=120,
-        env={**os.environ, **ENV}, cwd=cwd, stdin=subprocess.DEVNULL,
+        env=env, cwd=cwd, stdin=subprocess.DEVNULL,
     )
 
 
@@ -69,6 +73,7 @@ top_n = 8
 name = "handbook"
 type = "local"
 paths = ["{examples / 'docs' / 'flow'}"]
+index_path = "indexes/handbook.sqlite3"
 source_type = "docs"
 
 [[sources]]

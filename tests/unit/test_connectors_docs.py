@@ -8,14 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evident.connectors.docs_site import (
-    CrawlSettings,
-    Crawler,
-    RateLimiter,
-    pages_path,
-    read_pages,
-    refresh_docs_index,
-)
+from evident.connectors.docs_index import pages_path, read_pages, refresh_docs_index
+from evident.connectors.docs_site import CrawlSettings, Crawler, RateLimiter
 from evident.connectors.local import LocalCorpusRetriever
 from evident.connectors.sitemap import SitemapError, parse_sitemap
 from evident.connectors.source import SourceFailure

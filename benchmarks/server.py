@@ -1,0 +1,151 @@
+"""Load check of the served graph: N concurrent offline queries against `evident serve` (`langgraph dev`).
+
+    python benchmarks/server.py                        # 50 concurrent queries, 8 jobs (~15 s)
+    python benchmarks/server.py --queries 100 --jobs 16 --rounds 3
+
+The server is started exactly as `evident serve` starts it (tests/e2e/dev_server.py: 127.0.0.1, a free
+port, the project's langgraph.json made hermetic, no outside connection), on the bundled example
+corpus in offline mode. After one warm-up query, `--queries` different questions from
+examples/questions.jsonl are sent at once, each as a plain `POST /runs/wait`, by `--queries` client
+threads released together. Every reply must be HTTP 200 with a status other than "error".
+
+Reported per round: end-to-end latency p50/p95/max as the client sees it, throughput (queries per
+second of wall time), and the pipeline's own time inside the server (the sum of the run's
+`timings_ms`), whose difference to the end-to-end latency is the server's queueing and transport.
+`langgraph dev` is the in-memory development server: its queue polls for new runs about every
+0.5 s and runs `--jobs` runs at a time (`evident serve --jobs`), so these numbers describe the
+development server on this machine, not a production deployment (docs/serving.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from tests.e2e import dev_server  # noqa: E402
+
+EXAMPLES = ROOT / "examples"
+
+
+def machine() -> str:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu or 'unknown CPU'}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def questions(n: int) -> list[str]:
+    lines = (EXAMPLES / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    qs = [json.loads(line)["query"] for line in lines if line.strip()]
+    return [qs[i % len(qs)] for i in range(n)]
+
+
+def ask(url: str, query: str) -> tuple[float, dict[str, Any] | None, str]:
+    start = time.perf_counter()
+    try:
+        response = httpx.post(f"{url}/runs/wait", json={"assistant_id": "evident", "input": {"query": query}},
+                              timeout=300)
+    except httpx.HTTPError as exc:
+        return time.perf_counter() - start, None, f"{type(exc).__name__}: {exc}"
+    elapsed = time.perf_counter() - start
+    if response.status_code != 200:
+        return elapsed, None, f"HTTP {response.status_code}: {response.text[:200]}"
+    body = response.json()
+    if body.get("status") == "error":
+        return elapsed, body, f"status error: {body.get('error')}"
+    return elapsed, body, ""
+
+
+def round_of(url: str, qs: list[str]) -> dict[str, Any]:
+    results: list[tuple[float, dict[str, Any] | None, str]] = [(0.0, None, "not run")] * len(qs)
+    gate = threading.Barrier(len(qs) + 1)
+
+    def worker(i: int) -> None:
+        gate.wait()
+        results[i] = ask(url, qs[i])
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(qs))]
+    for t in threads:
+        t.start()
+    gate.wait()  # every client is ready: release them together
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    errors = [e for _, _, e in results if e]
+    latencies = [r[0] * 1000 for r in results]
+    pipeline = [sum((b or {}).get("timings_ms", {}).values()) for _, b, _ in results if b]
+    statuses: dict[str, int] = {}
+    for _, body, _ in results:
+        status = (body or {}).get("status", "error")
+        statuses[status] = statuses.get(status, 0) + 1
+    return {"wall_s": wall, "errors": errors, "latencies_ms": latencies, "pipeline_ms": pipeline,
+            "statuses": statuses}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", type=int, default=50, help="concurrent queries per round")
+    parser.add_argument("--jobs", type=int, default=8, help="runs the server executes at once")
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="evident-bench-server-") as tmp:
+        folder = Path(tmp)
+        env = {"EVIDENT_INDEX_DIR": str(folder / "indexes"), "EVIDENT_CORPUS": str(EXAMPLES / "corpus")}
+        started = time.perf_counter()
+        server = dev_server.start(folder / "server", env=env, jobs=args.jobs)
+        startup = time.perf_counter() - started
+        try:
+            _, _, problem = ask(server.url, "warm-up: how do I submit an expense report?")
+            if problem:
+                print(f"warm-up failed: {problem}", file=sys.stderr)
+                return 1
+            rounds = [round_of(server.url, questions(args.queries)) for _ in range(args.rounds)]
+        finally:
+            server.stop()
+
+    print(f"machine: {machine()}")
+    print(f"server: evident serve (langgraph dev, in-memory), --jobs {args.jobs}; started in {startup:.1f} s")
+    print(f"load: {args.queries} concurrent offline queries (POST /runs/wait) x {args.rounds} round(s)\n")
+    header = "| round | errors | p50 ms | p95 ms | max ms | throughput q/s | pipeline p50 ms | statuses |"
+    print(header)
+    print("|" + "|".join("---" for _ in range(header.count("|") - 1)) + "|")
+    failed = 0
+    for i, r in enumerate(rounds, 1):
+        lat, pipe = r["latencies_ms"], r["pipeline_ms"] or [0.0]
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items()))
+        print(f"| {i} | {len(r['errors'])} | {statistics.median(lat):.0f} | {percentile(lat, 0.95):.0f} | "
+              f"{max(lat):.0f} | {args.queries / r['wall_s']:.1f} | {statistics.median(pipe):.0f} | {statuses} |")
+        failed += len(r["errors"])
+        for e in r["errors"][:5]:
+            print(f"  error: {e}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

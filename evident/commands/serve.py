@@ -1,0 +1,172 @@
+"""`evident serve`: the EvidenT graph behind the LangGraph API server (`langgraph dev`), offline.
+
+The process becomes `langgraph dev --no-browser` (exec, so signals and the exit status are the
+server's own) in the directory of the langgraph.json it serves, with the environment that keeps it
+from contacting anything: no CLI analytics, no version check, and no LangSmith tracing unless the
+user configured tracing (LANGSMITH_TRACING=true and an API key).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evident.commands.common import fail, warn
+from evident.context import PACKAGE_ROOT
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 2024
+DEFAULT_JOBS = 8  # concurrent runs; `langgraph dev` itself runs one at a time
+INSTALL_HINT = "pip install 'evident-rag[serve]'"
+
+# Every name under which LangSmith reads "tracing on" (LangChain's older names included).
+TRACING_VARS = ("LANGSMITH_TRACING", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING", "LANGCHAIN_TRACING_V2")
+KEY_VARS = ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY")
+QUIET = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true"}
+
+# For an installed package with no checkout around it: the same graph and routes, by module.
+GENERATED_CONFIG = {
+    "dependencies": ["."],
+    "graphs": {"evident": {"path": "evident.graph.builder:graph",
+                           "description": "EvidenT: verified, span-cited answers from your documents."}},
+    "http": {"app": "evident.web.app:app"},
+}
+
+
+@dataclass
+class Invocation:
+    """What `evident serve` runs: argv, environment and working directory."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    url: str
+    notes: list[str] = field(default_factory=list)
+
+
+def tracing_configured(env: Mapping[str, str]) -> bool:
+    """Whether the user set LangSmith tracing up: a tracing flag is "true" and a key is set."""
+    on = any(env.get(var, "").strip().lower() == "true" for var in TRACING_VARS)
+    return on and any(env.get(var, "").strip() for var in KEY_VARS)
+
+
+def server_environment(
+    base: Mapping[str, str], *, config: Path | None = None, corpus: list[Path] | None = None
+) -> tuple[dict[str, str], list[str]]:
+    """The server's environment (and notes for the user): quiet, and traced only if configured."""
+    env = dict(base)
+    notes: list[str] = []
+    for key, value in QUIET.items():
+        env.setdefault(key, value)
+    if tracing_configured(env):
+        notes.append(f"LangSmith tracing is on (project {env.get('LANGSMITH_PROJECT') or 'default'})")
+    else:
+        if any(env.get(var, "").strip().lower() == "true" for var in TRACING_VARS):
+            notes.append("LANGSMITH_TRACING is set but no LANGSMITH_API_KEY: tracing stays off")
+        for var in TRACING_VARS:
+            if var in env or var == "LANGSMITH_TRACING":
+                env[var] = "false"
+        # With a LangSmith key in its environment the LangGraph server reports usage counters to
+        # LangSmith even when tracing is off: no key, no connection.
+        for var in (*KEY_VARS, "LANGSMITH_CONTROL_PLANE_API_KEY"):
+            env.pop(var, None)
+    if config is not None:
+        env["EVIDENT_CONFIG"] = str(config.resolve())
+    if corpus:
+        env["EVIDENT_CORPUS"] = os.pathsep.join(str(p.resolve()) for p in corpus)
+    return env, notes
+
+
+def find_langgraph_config(explicit: Path | None = None, cwd: Path | None = None) -> Path | None:
+    """The langgraph.json to serve: the one given, else ./langgraph.json, else the source
+    checkout's; None for an installed package (a config is then generated)."""
+    if explicit is not None:
+        return explicit.resolve()
+    for candidate in ((cwd or Path.cwd()) / "langgraph.json", PACKAGE_ROOT.parent / "langgraph.json"):
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def _generated_config() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="evident-serve-"))
+    path = folder / "langgraph.json"
+    path.write_text(json.dumps(GENERATED_CONFIG, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def langgraph_executable() -> str | None:
+    """The `langgraph` CLI of this environment (next to this Python first), if installed."""
+    here = Path(sys.executable).parent
+    return shutil.which("langgraph", path=os.pathsep.join([str(here), os.environ.get("PATH", "")]))
+
+
+def build_invocation(
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    reload: bool = False,
+    jobs: int = DEFAULT_JOBS,
+    config: Path | None = None,
+    corpus: list[Path] | None = None,
+    langgraph_config: Path | None = None,
+    executable: str = "langgraph",
+    base_env: Mapping[str, str] | None = None,
+) -> Invocation:
+    """The `langgraph dev` command line for these options (no side effects but a generated config)."""
+    lg_config = find_langgraph_config(langgraph_config) or _generated_config()
+    env, notes = server_environment(os.environ if base_env is None else base_env, config=config, corpus=corpus)
+    argv = [executable, "dev", "--no-browser", "--config", str(lg_config), "--host", host, "--port", str(port),
+            "--n-jobs-per-worker", str(jobs)]
+    if not reload:
+        argv.append("--no-reload")
+    return Invocation(argv=argv, env=env, cwd=lg_config.parent, url=f"http://{host}:{port}", notes=notes)
+
+
+def run(
+    *,
+    host: str,
+    port: int,
+    reload: bool,
+    jobs: int,
+    config: Path | None,
+    corpus: list[Path] | None,
+    langgraph_config: Path | None,
+    json_out: bool,
+) -> int:
+    if config is not None and not config.is_file():
+        fail("serve", f"{config}: config file not found")
+    for path in corpus or []:
+        if not path.exists():
+            fail("serve", f"{path}: corpus path does not exist")
+    if langgraph_config is not None and not langgraph_config.is_file():
+        fail("serve", f"{langgraph_config}: no such file")
+    executable = langgraph_executable()
+    if executable is None:
+        fail("serve", f"the LangGraph server is not installed: {INSTALL_HINT}")
+    inv = build_invocation(host=host, port=port, reload=reload, jobs=jobs, config=config, corpus=corpus,
+                           langgraph_config=langgraph_config, executable=executable)
+    info = {"url": inv.url, "api_docs": f"{inv.url}/docs", "health": f"{inv.url}/health",
+            "assistant_id": "evident", "langgraph_config": inv.argv[inv.argv.index("--config") + 1]}
+    if json_out:
+        print(json.dumps(info), flush=True)
+    else:
+        print(f"evident serve: {inv.url} (API docs {inv.url}/docs, health {inv.url}/health)", file=sys.stderr)
+    for note in inv.notes:
+        if "stays off" in note:
+            warn("serve", note)
+        else:
+            print(f"evident serve: {note}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.name == "posix":
+        os.chdir(inv.cwd)
+        os.execve(executable, inv.argv, inv.env)  # never returns
+    return subprocess.call(inv.argv, env=inv.env, cwd=inv.cwd)  # pragma: no cover - Windows

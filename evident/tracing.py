@@ -1,0 +1,287 @@
+"""What each step of a query did, in a few numbers: the metadata of every node's LangSmith run.
+
+`summarize(node, update, ...)` turns a node's returned update (and, where it helps, the state it
+read and the run's settings) into a small JSON-safe dict. The graph builder attaches it to the
+node's run when a tracer is listening (evident/graph/instrument.py); `evident ask --stream` prints
+`describe(...)` of the same summaries as progress lines.
+
+Everything here reads only what the node returned or was given, which is always after the
+permission filter of `retrieve`: a document the caller may not see cannot appear in a summary.
+Summaries carry counts, URLs, scores and spans; the text of documents and passages stays in the
+runs' inputs and outputs, where LangSmith already shows it.
+
+Framework-free: no LangChain or LangGraph import, so the CLI can use it cheaply.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from evident.answer import CITATION, parse_answer, units_of
+
+NODES = ("retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify", "postprocess")
+ACTIONS = ("kept", "truncated", "relinked", "dropped")
+TokenCounter = Callable[[str], int]
+Summary = dict[str, Any]
+
+
+def _get(item: Any, key: str, default: Any = None) -> Any:
+    """A field of a pydantic model or of its JSON form (the server and the stream hand out both)."""
+    if isinstance(item, Mapping):
+        return item.get(key, default)
+    return getattr(item, key, default)
+
+
+def _items(update: Mapping[str, Any] | None, key: str) -> list[Any]:
+    value = (update or {}).get(key)
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _errors(items: Iterable[Any]) -> list[dict[str, str]]:
+    return [{"source": str(_get(e, "source", "")), "kind": str(_get(e, "kind", "")),
+             "message": str(_get(e, "message", ""))} for e in items]
+
+
+def _latency(update: Mapping[str, Any] | None, node: str) -> float | None:
+    timings = (update or {}).get("timings_ms") or {}
+    value = timings.get(node) if isinstance(timings, Mapping) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _usage(usage: Mapping[str, int] | None) -> dict[str, int] | None:
+    return dict(usage) if usage else None
+
+
+# -- one summariser per node ------------------------------------------------------------------------
+
+
+def _retrieve(update: Mapping[str, Any], **_: Any) -> Summary:
+    docs = _items(update, "documents")
+    runs = _items(update, "source_runs")
+    errors = _errors(_items(update, "source_errors"))
+    out: Summary = {
+        "documents": len(docs),
+        "documents_by_source": dict(Counter(str(_get(d, "source", "")) for d in docs)),
+        "acl_dropped": int(update.get("acl_dropped") or 0),
+        "source_errors": errors,
+    }
+    if runs:
+        out["sources"] = [
+            {"source": str(_get(r, "source", "")), "status": str(_get(r, "status", "")),
+             "documents": int(_get(r, "documents", 0) or 0), "denied": int(_get(r, "denied", 0) or 0),
+             "latency_ms": round(float(_get(r, "latency_ms", 0.0) or 0.0), 2)}
+            for r in runs
+        ]
+    if update.get("status") == "error":
+        out["error"] = str(update.get("error") or "")
+    return out
+
+
+def _prompt_tokens(documents: list[Any], counter: TokenCounter | None) -> int | None:
+    if counter is None or not documents:
+        return None
+    from evident.prompts.render import render_document
+
+    try:
+        return sum(counter(render_document(d)) for d in documents if not isinstance(d, Mapping))
+    except Exception:  # a broken injected counter must not break tracing
+        return None
+
+
+def _extract_batch(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None,
+                   model: str | None = None, usage: Mapping[str, int] | None = None,
+                   counter: TokenCounter | None = None, **_: Any) -> Summary:
+    (batch,) = _items(update, "extractions")[:1] or [None]
+    docs = list(_get(batch, "documents", None) or (state or {}).get("documents") or [])
+    passages = list(_get(batch, "passages", None) or [])
+    return {
+        "batch": _get(batch, "batch"), "of": _get(batch, "of"),
+        "documents": len(docs), "urls": list(dict.fromkeys(str(_get(d, "url", "")) for d in docs)),
+        "passages": len(passages), "failed": bool(_get(batch, "failed", False)),
+        "note": str(_get(batch, "note", "") or ""), "model": model,
+        "prompt_tokens_estimate": _prompt_tokens(docs, counter), "tokens": _usage(usage),
+        "model_errors": _errors(_items(update, "model_errors")),
+    }
+
+
+def _extract(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None,
+             model: str | None = None, usage: Mapping[str, int] | None = None,
+             counter: TokenCounter | None = None, budget: int | None = None, **_: Any) -> Summary:
+    passages = _items(update, "passages")
+    batches = sorted(_items(state, "extractions"), key=lambda b: _get(b, "batch", 0) or 0)
+    llm = update.get("mode") == "llm"
+    failed = sum(1 for b in batches if _get(b, "failed", False))
+    if not llm:
+        extractor = "lexical"
+    elif not batches or failed == len(batches):
+        extractor = "lexical (model unavailable)"
+    else:
+        extractor = "model" + (" + lexical for failed batches" if failed else "")
+    out: Summary = {
+        "mode": "llm" if llm else "offline",
+        "extractor": extractor,
+        "model": model if llm else None,
+        "documents": len(_items(state, "documents")),
+        "passages": len(passages),
+        "passages_by_url": dict(Counter(str(_get(p, "url", "")) for p in passages)),
+        "model_errors": _errors(_items(update, "model_errors")),
+    }
+    if llm:
+        out.update(
+            batches=len(batches), failed_batches=failed,
+            batch_documents=[len(_get(b, "documents", None) or []) for b in batches],
+            batch_prompt_tokens_estimate=[_prompt_tokens(list(_get(b, "documents", None) or []), counter)
+                                          for b in batches],
+            context_budget_tokens=budget, tokens=_usage(usage),
+        )
+    return out
+
+
+def _align(update: Mapping[str, Any], *, settings: Any = None, **_: Any) -> Summary:
+    decisions = _items(update, "alignment")
+    counts = Counter(str(_get(d, "action", "")) for d in decisions)
+    out: Summary = {"passages": len(decisions), **{a: counts.get(a, 0) for a in ACTIONS},
+                    "verified": len(_items(update, "verified"))}
+    if settings is not None:
+        out.update(ngram_n=settings.ngram_n, threshold=settings.threshold, drift=settings.drift)
+    out["decisions"] = [
+        {"passage_id": str(_get(d, "passage_id", "")), "action": str(_get(d, "action", "")),
+         "url": str(_get(d, "url", "")), "original_url": str(_get(d, "original_url", "")),
+         "overlap": round(float(_get(d, "overlap", 0.0) or 0.0), 4),
+         "final_overlap": round(float(_get(d, "final_overlap", 0.0) or 0.0), 4),
+         "spans": [[int(s), int(e)] for s, e in (_get(d, "spans", None) or [])],
+         "reason": str(_get(d, "reason", "") or "")}
+        for d in decisions
+    ]
+    return out
+
+
+def _insufficient(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None, **_: Any) -> Summary:
+    return {"reason": "no passage survived alignment", "passages": len(_items(state, "passages")),
+            "answer": str(update.get("draft") or "")}
+
+
+def _answer_shape(draft: str) -> tuple[int, list[str]]:
+    units = [u for u in units_of(parse_answer(draft)) if u.text]
+    return len(units), list(dict.fromkeys(CITATION.findall(draft)))
+
+
+def _generate(update: Mapping[str, Any], *, model: str | None = None,
+              usage: Mapping[str, int] | None = None, **_: Any) -> Summary:
+    by = str(update.get("generated_by") or "")
+    sentences, urls = _answer_shape(str(update.get("draft") or ""))
+    return {"generated_by": by, "model": model if by == "model" or update.get("model_errors") else None,
+            "sentences": sentences, "cited_urls": urls, "tokens": _usage(usage),
+            "model_errors": _errors(_items(update, "model_errors"))}
+
+
+def _verify(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None,
+            settings: Any = None, **_: Any) -> Summary:
+    touched = [str(s) for s in _items(update, "removed_sentences")]
+    flag = settings is not None and settings.unsupported == "flag"
+    draft = str((state or {}).get("draft") or "")
+    before = {u.text: list(dict.fromkeys(u.urls)) for u in units_of(parse_answer(draft))}
+    after = [u for u in units_of(parse_answer(str(update.get("draft") or ""))) if u.text]
+    repaired = sum(1 for u in after if u.text in before and before[u.text] != list(dict.fromkeys(u.urls)))
+    return {
+        "sentences_kept": len(after) - (len(touched) if flag else 0),
+        "sentences_removed": 0 if flag else len(touched),
+        "sentences_flagged": len(touched) if flag else 0,
+        "removed_or_flagged": touched,
+        "citations_repaired": repaired,
+        "unsupported": settings.unsupported if settings is not None else None,
+        "answered_by": str(update.get("generated_by") or (state or {}).get("generated_by") or ""),
+        "model_errors": _errors(_items(update, "model_errors")),
+    }
+
+
+def _postprocess(update: Mapping[str, Any], **_: Any) -> Summary:
+    citations = _items(update, "citations")
+    sentences, _urls = _answer_shape(str(update.get("answer") or ""))
+    out: Summary = {
+        "status": str(update.get("status") or ""),
+        "sentences": sentences,
+        "citations": len(citations),
+        "cited_urls": list(dict.fromkeys(str(_get(c, "url", "")) for c in citations)),
+        "spans": sum(len(_get(c, "spans", None) or []) for c in citations),
+    }
+    if update.get("status") == "error" or update.get("error"):
+        out["error"] = str(update.get("error") or "")
+    return out
+
+
+_SUMMARISERS: dict[str, Callable[..., Summary]] = {
+    "retrieve": _retrieve, "extract_batch": _extract_batch, "extract": _extract, "align": _align,
+    "insufficient": _insufficient, "generate": _generate, "verify": _verify, "postprocess": _postprocess,
+}
+
+
+def summarize(
+    node: str,
+    update: Mapping[str, Any] | None,
+    *,
+    state: Mapping[str, Any] | None = None,
+    settings: Any = None,
+    model: str | None = None,
+    usage: Mapping[str, int] | None = None,
+    counter: TokenCounter | None = None,
+    budget: int | None = None,
+) -> Summary:
+    """The summary of one node's step. `update` is what the node returned; `state` what it read
+    (optional: a stream of updates does not carry it); `settings` the run's `EvidentContext`;
+    `usage` the model tokens its calls reported; `counter` counts prompt tokens for estimates."""
+    update = update if isinstance(update, Mapping) else {}
+    summariser = _SUMMARISERS.get(node)
+    out: Summary = summariser(update, state=state, settings=settings, model=model, usage=usage,
+                              counter=counter, budget=budget) if summariser else {}
+    latency = _latency(update, f"extract_batch_{out.get('batch')}" if node == "extract_batch" else node)
+    if latency is not None:
+        out["latency_ms"] = latency
+    return out
+
+
+# -- one line per step, for `evident ask --stream` ----------------------------------------------------
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def describe(node: str, summary: Mapping[str, Any]) -> str:
+    """A human line for a progress display: what the step did, from its summary."""
+    s = summary
+    if node == "retrieve":
+        if s.get("error"):
+            return f"retrieve: error: {s['error']}"
+        sources = s.get("sources") or [{"source": k} for k in s.get("documents_by_source", {})]
+        line = f"retrieve: {_plural(int(s.get('documents', 0)), 'document')} from {_plural(len(sources), 'source')}"
+        if s.get("acl_dropped"):
+            line += f", {s['acl_dropped']} hidden by permissions"
+        if s.get("source_errors"):
+            line += ", failed: " + ", ".join(e["source"] for e in s["source_errors"])
+    elif node == "extract_batch":
+        line = f"extract: batch {s.get('batch')} of {s.get('of')}: {_plural(int(s.get('passages', 0)), 'passage')}"
+        if s.get("failed"):
+            line += " (model failed; extracted offline)"
+    elif node == "extract":
+        line = f"extract: {_plural(int(s.get('passages', 0)), 'passage')} ({s.get('extractor', '')})"
+    elif node == "align":
+        line = "align: " + ", ".join(f"{s.get(a, 0)} {a}" for a in ACTIONS)
+    elif node == "insufficient":
+        line = "insufficient: no passage survived alignment"
+    elif node == "generate":
+        line = f"generate: {_plural(int(s.get('sentences', 0)), 'sentence')} ({s.get('generated_by', '')})"
+    elif node == "verify":
+        line = (f"verify: {_plural(int(s.get('sentences_kept', 0)), 'sentence')} kept, "
+                f"{s.get('sentences_removed', 0)} removed, {s.get('sentences_flagged', 0)} flagged")
+        if s.get("citations_repaired"):
+            line += f", {_plural(int(s['citations_repaired']), 'citation')} repaired"
+    elif node == "postprocess":
+        line = f"postprocess: {s.get('status', '')}, {_plural(int(s.get('citations', 0)), 'citation')}"
+    else:
+        line = node
+    if isinstance(s.get("latency_ms"), (int, float)):
+        line += f" [{s['latency_ms']:.0f} ms]"
+    return line

@@ -1,0 +1,92 @@
+"""Routes served beside the LangGraph API (`http.app` in langgraph.json): health and version.
+
+The LangGraph server merges these routes into its own app, so `langgraph dev`, `langgraph up` and a
+LangGraph deployment all expose them next to `/runs`, `/assistants`, `/docs`. The answer page will
+be added here too.
+
+Endpoints are plain functions: Starlette runs them in its thread pool, which matters because reading
+settings touches files and the LangGraph dev server refuses blocking calls on its event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import platform
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import metadata
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+import evident
+from evident.context import ConfigError, EvidentContext
+
+log = logging.getLogger(__name__)
+
+GRAPH_ID = "evident"
+_PACKAGES = ("langgraph", "langgraph-api", "langchain-core", "langchain-openai", "langsmith")
+
+
+def _warm_up() -> dict[str, Any]:
+    """Open (or build) the configured retriever once, before the first query needs it.
+
+    The first query would otherwise build the embedded index itself, inside a request, and the
+    dev server would refuse the file system calls of the async retrieve path on its event loop.
+    """
+    started = time.perf_counter()
+    try:
+        from evident.nodes.retrieve import default_retriever
+
+        default_retriever(EvidentContext.from_env())
+    except Exception as exc:  # the server still starts: /health says what is wrong
+        log.warning("evident: the retriever is not ready: %s", exc)
+        return {"ready": False, "error": str(exc)}
+    return {"ready": True, "warm_up_ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
+@asynccontextmanager
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    app.state.retriever = await asyncio.to_thread(_warm_up)
+    yield
+
+
+def health(request: Request) -> JSONResponse:
+    """200 when the settings are valid and the retriever opened; 503 with the reason otherwise."""
+    retriever: dict[str, Any] = getattr(request.app.state, "retriever", None) or {"ready": None}
+    try:
+        ctx = EvidentContext.from_env()
+    except ConfigError as exc:
+        return JSONResponse({"status": "error", "graph": GRAPH_ID, "error": str(exc)}, status_code=503)
+    body: dict[str, Any] = {
+        "status": "ok" if retriever.get("ready") is not False else "error",
+        "graph": GRAPH_ID,
+        "mode": ctx.resolved_mode,
+        "model": ctx.model if ctx.resolved_mode == "llm" else None,
+        "sources": len(ctx.sources) or len(ctx.corpus_paths()),
+        "retriever": retriever,
+    }
+    return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)
+
+
+def _version_of(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def version(request: Request) -> JSONResponse:
+    return JSONResponse({
+        "evident": evident.__version__,
+        "python": platform.python_version(),
+        "packages": {name: _version_of(name) for name in _PACKAGES},
+    })
+
+
+app = Starlette(routes=[Route("/health", health), Route("/version", version)], lifespan=lifespan)

@@ -1,0 +1,115 @@
+"""`evident serve` (hence `langgraph dev`) as a test or benchmark starts it: on 127.0.0.1, on a free
+port, with a hermetic copy of the project's langgraph.json, and always stopped.
+
+The copy differs from langgraph.json only where the test needs it to: paths are absolute (the server
+runs in a temporary directory, so its `.langgraph_api/` state lands there) and `env` names an empty
+file of the test's own, so that a developer's `.env` (a real API key, tracing) never reaches a test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT_CONFIG = ROOT / "langgraph.json"
+# Variables of the developer's machine that would change what the server does or whom it calls.
+SCRUBBED_PREFIXES = ("EVIDENT_", "OPENAI_", "LANGSMITH_", "LANGCHAIN_", "LANGGRAPH_")
+START_TIMEOUT_S = 90.0  # a generous ceiling for a slow CI machine: a deadline, not a timing claim
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _absolute(spec: str) -> str:
+    path, _, attr = spec.rpartition(":")
+    return f"{(ROOT / path).resolve()}:{attr}" if path.endswith(".py") else spec
+
+
+def hermetic_config(folder: Path) -> Path:
+    """A copy of langgraph.json in `folder`, with absolute paths and an empty env file."""
+    config = json.loads(PROJECT_CONFIG.read_text(encoding="utf-8"))
+    for graph in config["graphs"].values():
+        graph["path"] = _absolute(graph["path"])
+    config["http"]["app"] = _absolute(config["http"]["app"])
+    config["dependencies"] = [str(ROOT)]
+    env_file = folder / "server.env"
+    env_file.write_text("", encoding="utf-8")
+    config["env"] = str(env_file)
+    path = folder / "langgraph.json"
+    path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    return path
+
+
+def clean_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class DevServer:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+
+    def stop(self) -> None:
+        """SIGTERM to the server's process group, SIGKILL if it does not exit."""
+        if self.process.poll() is not None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.wait(timeout=20)
+
+
+def start(folder: Path, *, env: Mapping[str, str] | None = None, jobs: int = 8,
+          extra_args: tuple[str, ...] = ()) -> DevServer:
+    """Start `evident serve` on a free port; returns once `/ok` answers (so the lifespan ran)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = hermetic_config(folder)
+    port = free_port()
+    log = folder / "server.log"
+    argv = [sys.executable, "-m", "evident.cli", "serve", "--langgraph-config", str(config),
+            "--host", "127.0.0.1", "--port", str(port), "--jobs", str(jobs), *extra_args]
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env=clean_environment(env), cwd=folder, start_new_session=True)
+    server = DevServer(url=f"http://127.0.0.1:{port}", process=process, log=log)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    try:
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"the server exited with {process.returncode}:\n{server.output()}")
+            try:
+                if httpx.get(f"{server.url}/ok", timeout=2.0).status_code == 200:
+                    return server
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start within {START_TIMEOUT_S:.0f} s:\n{server.output()}")
+            time.sleep(0.1)
+    except BaseException:
+        server.stop()
+        raise

@@ -1,0 +1,230 @@
+"""The graph served by `evident serve` (`langgraph dev`): the SDK, plain HTTP, streaming, Studio's
+endpoints, the project's extra routes, and permissions, all on 127.0.0.1 with no outside connection."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+
+from tests.e2e import dev_server
+from tests.e2e.dev_server import DevServer
+from tests.support.langsmith_server import LangSmithServer
+from tests.support.llm import passages_reply
+from tests.support.openai_server import OpenAIServer, Reply
+
+Q = "How many days do I have to submit an expense report after a trip?"
+SECRET_MARKERS = ("4.2 million", "exec-comp", "Executive compensation")
+NODES = {"retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify", "postprocess"}
+
+RESTRICTED = """---
+url: https://hr.example/exec-comp
+title: Executive compensation
+acl: group:executives
+---
+# Executive compensation
+
+The executive bonus pool for 2025 is 4.2 million USD. It is approved by the board in January.
+"""
+PUBLIC = """---
+url: https://hr.example/bonus
+title: Staff bonus
+---
+# Staff bonus
+
+The annual bonus for staff is paid in March. The staff bonus pool is set by the board each year.
+"""
+
+
+def write_hr_corpus(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "exec-comp.md").write_text(RESTRICTED, encoding="utf-8")
+    (folder / "staff-bonus.md").write_text(PUBLIC, encoding="utf-8")
+    return folder
+
+
+def server_env(root: Path, examples: Path, **extra: str) -> dict[str, str]:
+    """The served corpus: the examples plus an HR folder with one restricted page."""
+    hr = write_hr_corpus(root / "hr")
+    return {"EVIDENT_CORPUS": os.pathsep.join([str(examples), str(hr)]),
+            "EVIDENT_INDEX_DIR": str(root / "indexes"), **extra}
+
+
+@pytest.fixture(scope="module")
+def langsmith_api() -> Iterator[LangSmithServer]:
+    """Where LangSmith traffic would go: the served server has a key but tracing is not on."""
+    with LangSmithServer() as api:
+        yield api
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, examples: Path,
+           langsmith_api: LangSmithServer) -> Iterator[DevServer]:
+    root = tmp_path_factory.mktemp("served")
+    env = server_env(root, examples, LANGSMITH_API_KEY="a-key-without-tracing", LANGSMITH_ENDPOINT=langsmith_api.url)
+    server = dev_server.start(root / "server", env=env)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def sse(response: httpx.Response) -> Iterator[tuple[str, Any]]:
+    """(event, data) of a server-sent event stream."""
+    event, data = "message", []
+    for line in response.iter_lines():
+        if not line:
+            if data:
+                yield event, json.loads("\n".join(data))
+            event, data = "message", []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+
+
+def check_answer(out: dict[str, Any]) -> None:
+    """Answered, and every citation resolves to the text of a retrieved document at its spans."""
+    assert out["status"] == "answered", out.get("error")
+    assert "30 days" in out["answer"]
+    docs = {d["url"]: d["content"] for d in out["documents"]}
+    assert out["citations"]
+    for c in out["citations"]:
+        text = docs[c["url"]]
+        assert c["quote"].replace(" … ", "") == "".join(text[s:e] for s, e in c["spans"])
+
+
+# -- the project's routes ------------------------------------------------------------------------------
+
+
+def test_health_and_version(served: DevServer) -> None:
+    health = httpx.get(f"{served.url}/health", timeout=10)
+    assert health.status_code == 200
+    body = health.json()
+    assert body["status"] == "ok" and body["graph"] == "evident" and body["mode"] == "offline"
+    assert body["retriever"]["ready"] is True and body["sources"] == 2
+    version = httpx.get(f"{served.url}/version", timeout=10).json()
+    assert version["evident"] == "0.1.0" and version["packages"]["langgraph"]
+    # The LangGraph server's own routes are still there beside ours.
+    assert httpx.get(f"{served.url}/ok", timeout=10).status_code == 200
+    assert httpx.get(f"{served.url}/docs", timeout=10).status_code == 200
+
+
+# -- answering -------------------------------------------------------------------------------------------
+
+
+def test_sdk_runs_wait(served: DevServer) -> None:
+    client = get_sync_client(url=served.url)
+    (assistant,) = client.assistants.search(graph_id="evident")
+    assert assistant["assistant_id"] and assistant["graph_id"] == "evident"
+    out = client.runs.wait(None, "evident", input={"query": Q})
+    check_answer(out)
+    assert [a["action"] for a in out["alignment"]] and out["timings_ms"]["retrieve"] >= 0
+    # A request's context overrides the served settings for that run only.
+    strict = client.runs.wait(None, "evident", input={"query": Q}, context={"threshold": 1.0, "top_n": 2})
+    assert len(strict["documents"]) <= 2
+
+
+def test_http_runs_wait(served: DevServer) -> None:
+    response = httpx.post(f"{served.url}/runs/wait", json={"assistant_id": "evident", "input": {"query": Q}},
+                          timeout=60)
+    assert response.status_code == 200
+    check_answer(response.json())
+
+
+def test_http_runs_stream_reports_every_step(served: DevServer) -> None:
+    body = {"assistant_id": "evident", "input": {"query": Q}, "stream_mode": ["updates", "values"]}
+    with httpx.stream("POST", f"{served.url}/runs/stream", json=body, timeout=60) as response:
+        assert response.status_code == 200
+        events = list(sse(response))
+    kinds = [e for e, _ in events]
+    assert kinds[0] == "metadata" and "error" not in kinds
+    steps = [node for e, data in events if e == "updates" for node in data]
+    assert steps == ["retrieve", "extract", "align", "generate", "verify", "postprocess"]
+    final = [data for e, data in events if e == "values"][-1]
+    check_answer(final)
+
+
+def test_bad_input_is_an_answer_with_status_error(served: DevServer) -> None:
+    out = get_sync_client(url=served.url).runs.wait(None, "evident", input={"query": "   "})
+    assert out["status"] == "error" and "empty" in out["error"]
+
+
+# -- what Studio needs -------------------------------------------------------------------------------
+
+
+def test_schemas_and_graph_for_studio(served: DevServer) -> None:
+    client = get_sync_client(url=served.url)
+    (assistant,) = client.assistants.search(graph_id="evident")
+    schemas = httpx.get(f"{served.url}/assistants/{assistant['assistant_id']}/schemas", timeout=30)
+    assert schemas.status_code == 200
+    body = schemas.json()
+    assert body["input_schema"]["required"] == ["query"]
+    assert {"query", "principal"} <= set(body["input_schema"]["properties"])
+    assert {"answer", "citations", "alignment", "source_errors"} <= set(body["state_schema"]["properties"])
+    context = body["context_schema"]
+    assert context["title"] == "EvidentContext"
+    assert {"model", "base_url", "ngram_n", "threshold", "corpus", "sources", "mode"} <= set(context["properties"])
+    graph = client.assistants.get_graph(assistant["assistant_id"])
+    assert NODES <= {n["id"] for n in graph["nodes"]}
+    assert client.assistants.get(assistant["assistant_id"])["graph_id"] == "evident"
+
+
+# -- permissions through the server ------------------------------------------------------------------
+
+
+def test_a_restricted_document_stays_hidden_from_who_may_not_see_it(served: DevServer) -> None:
+    client = get_sync_client(url=served.url)
+    query = "How large is the executive bonus pool for 2025?"
+    bob = {"user": "bob", "groups": ["staff"]}
+    hidden = client.runs.wait(None, "evident", input={"query": query, "principal": bob})
+    assert hidden["acl_dropped"] == 1
+    dumped = json.dumps(hidden)
+    for marker in SECRET_MARKERS:
+        assert marker not in dumped, marker
+    shown = client.runs.wait(None, "evident",
+                             input={"query": query, "principal": {"user": "carol", "groups": ["executives"]}})
+    assert shown["acl_dropped"] == 0 and "4.2 million" in shown["answer"]
+
+
+# -- LLM mode: answer tokens stream through the server -------------------------------------------------
+
+
+def test_answer_tokens_stream_through_the_server(served: DevServer) -> None:
+    # The served corpus is the examples; the scripted model quotes one of its pages.
+    with OpenAIServer() as model:
+        quote = "Expense reports must be submitted in Ledgerly within 30 days of the trip's end date."
+        url = "https://policies.tessellate.example/finance/travel-and-expenses"
+        model.script(extract=[passages_reply((url, quote))],
+                     generate=[Reply(content=f"{quote} [{url}]", chunk_chars=5)])
+        body = {"assistant_id": "evident", "input": {"query": Q},
+                "context": {"model": "test-model", "base_url": model.base_url, "api_key": "test-key",
+                            "model_timeout_s": 20},
+                "stream_mode": ["updates", "messages-tuple"]}
+        with httpx.stream("POST", f"{served.url}/runs/stream", json=body, timeout=60) as response:
+            events = list(sse(response))
+    tokens = [data[0]["content"] for e, data in events
+              if e == "messages" and data[1].get("langgraph_node") == "generate" and data[0].get("content")]
+    assert len(tokens) > 5 and "".join(tokens) == f"{quote} [{url}]"
+    steps = [node for e, data in events if e == "updates" for node in data]
+    batches = steps.count("extract_batch")  # as many as the retrieved pages need at the default budget
+    assert batches >= 1 and len(model.of_kind("extract")) == batches
+    assert steps == ["retrieve", *["extract_batch"] * batches, "extract", "align", "generate", "verify", "postprocess"]
+    post = next(data["postprocess"] for e, data in events if e == "updates" and "postprocess" in data)
+    assert post["status"] == "answered" and post["citations"][0]["quote"] == quote
+    assert {e for e, data in events if e == "messages"} and not any(
+        data[1].get("langgraph_node") != "generate" for e, data in events if e == "messages")
+
+
+def test_no_langsmith_traffic_when_tracing_is_off(served: DevServer, langsmith_api: LangSmithServer) -> None:
+    """The server has a LangSmith key (and endpoint) in its environment but tracing is not on:
+    `evident serve` keeps it from calling LangSmith at all (runs nor usage counters)."""
+    out = get_sync_client(url=served.url).runs.wait(None, "evident", input={"query": Q})
+    assert out["status"] == "answered"
+    assert langsmith_api.requests == []

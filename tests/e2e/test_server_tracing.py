@@ -1,0 +1,81 @@
+"""Tracing switched on the way a deployment does it, by environment only: `LANGSMITH_TRACING=true`
+and a key. The served graph then sends every node's run, with its summary, to LangSmith (here a
+stand-in on 127.0.0.1), and never a document the caller may not see."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_sync_client
+
+from tests.e2e import dev_server
+from tests.e2e.dev_server import DevServer
+from tests.e2e.test_server import SECRET_MARKERS, server_env
+from tests.support.langsmith_server import LangSmithServer, metadata
+
+PATH = ["retrieve", "extract", "align", "generate", "verify", "postprocess"]
+WAIT_S = 60.0  # a ceiling for the server's background flush, not a timing claim
+
+
+@pytest.fixture(scope="module")
+def langsmith_api() -> Iterator[LangSmithServer]:
+    with LangSmithServer() as api:
+        yield api
+
+
+@pytest.fixture(scope="module")
+def traced_server(tmp_path_factory: pytest.TempPathFactory, examples: Path,
+                  langsmith_api: LangSmithServer) -> Iterator[DevServer]:
+    root = tmp_path_factory.mktemp("traced")
+    env = server_env(root, examples, LANGSMITH_TRACING="true", LANGSMITH_API_KEY="test-key",
+                     LANGSMITH_ENDPOINT=langsmith_api.url, LANGSMITH_PROJECT="evident-e2e",
+                     LANGSMITH_DISABLE_RUN_COMPRESSION="true")
+    server = dev_server.start(root / "server", env=env)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def wait_for_trace(api: LangSmithServer, root_id: str) -> dict[str, dict[str, Any]]:
+    """The finished node runs under the root run of `root_id`, once postprocess's run has arrived."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        runs = [r for r in api.runs.copy().values() if r.get("trace_id") == root_id or r.get("id") == root_id]
+        found = {r.get("name"): r for r in runs if r.get("end_time")}
+        if "postprocess" in found and root_id in {r["id"] for r in runs if r.get("end_time")}:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no complete trace for {root_id} after {WAIT_S:.0f} s: {sorted(found)}")
+        time.sleep(0.1)
+
+
+def test_served_runs_are_traced_by_environment_with_summaries_and_no_hidden_document(
+    traced_server: DevServer, langsmith_api: LangSmithServer
+) -> None:
+    client = get_sync_client(url=traced_server.url)
+    query = "How large is the executive bonus pool for 2025 and when is the staff bonus paid?"
+    run = client.runs.create(None, "evident", input={"query": query, "principal": {"user": "bob", "groups": ["staff"]}})
+    client.runs.join(run["thread_id"], run["run_id"])
+    # The server traces its run under the same id as the run it reports.
+    runs = wait_for_trace(langsmith_api, run["run_id"])
+    for name in PATH:
+        assert name in runs, name
+        assert metadata(runs[name])["langgraph_node"] == name
+    retrieve = metadata(runs["retrieve"])
+    assert retrieve["acl_dropped"] == 1 and retrieve["sources"][0]["denied"] == 1
+    align = metadata(runs["align"])
+    assert align["passages"] == sum(align[a] for a in ("kept", "truncated", "relinked", "dropped"))
+    assert all("overlap" in d and "spans" in d for d in align["decisions"])
+    assert metadata(runs["postprocess"])["status"] in {"answered", "insufficient"}
+
+    sent = langsmith_api.sent_text()
+    for marker in SECRET_MARKERS:
+        assert marker not in sent, marker
+    # Runs, and the LangGraph server's usage counters (sent whenever it has a LangSmith key).
+    assert {path.split("?")[0] for _, path in langsmith_api.requests} <= {
+        "/info", "/runs/multipart", "/runs/batch", "/v1/metadata/submit"}

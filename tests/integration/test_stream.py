@@ -1,0 +1,157 @@
+"""Streaming: node progress and answer tokens from `graph.stream`, and `evident ask --stream`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessageChunk
+
+from evident.context import EvidentContext
+from evident.graph import build_graph
+from tests.support.llm import (
+    CORPUS,
+    EXPENSES,
+    TRAVEL,
+    llm_context,
+    passages_reply,
+    retriever,
+    server,
+)
+from tests.support.openai_server import OpenAIServer, Reply
+
+__all__ = ["server"]
+
+BOOKING = "Employees must book flights through the TravelDesk portal at least 14 days before departure."
+UNSUPPORTED = "Directors can always fly first class."
+DRAFT = f"{BOOKING} [{TRAVEL}]\n{UNSUPPORTED} [{TRAVEL}]"
+LLM_PATH = ["retrieve", "extract_batch", "extract", "align", "generate", "verify", "postprocess"]
+OFFLINE_PATH = ["retrieve", "extract", "align", "generate", "verify", "postprocess"]
+Q = "How early must flights be booked?"
+
+
+def script(server: OpenAIServer) -> None:
+    server.script(extract=[passages_reply((TRAVEL, BOOKING))], generate=[Reply(content=DRAFT, chunk_chars=6)])
+
+
+def events(chunks: Any) -> list[tuple[str, Any]]:
+    """(kind, payload): ("update", node) or ("token", text) in the order they came."""
+    out: list[tuple[str, Any]] = []
+    for mode, item in chunks:
+        if mode == "updates":
+            out.extend(("update", node) for node in item)
+        elif mode == "messages":
+            message, meta = item
+            assert meta["langgraph_node"] == "generate"  # extraction JSON never reaches the stream
+            if isinstance(message, AIMessageChunk) and message.content:
+                out.append(("token", message.content))
+    return out
+
+
+def check_llm_events(seen: list[tuple[str, Any]]) -> None:
+    updates = [p for k, p in seen if k == "update"]
+    tokens = [p for k, p in seen if k == "token"]
+    assert updates == LLM_PATH
+    assert len(tokens) > 5 and "".join(tokens) == DRAFT  # the draft, token by token
+    kinds = [k for k, _ in seen]
+    first_token, last_token = kinds.index("token"), len(kinds) - 1 - kinds[::-1].index("token")
+    # Tokens arrive while `generate` runs: after the steps before it, before the steps after it.
+    assert seen.index(("update", "align")) < first_token and last_token < seen.index(("update", "generate"))
+
+
+def test_updates_and_tokens_stream_in_llm_mode(server: OpenAIServer) -> None:
+    script(server)
+    g = build_graph(retriever=retriever(TRAVEL))
+    check_llm_events(events(g.stream({"query": Q}, context=llm_context(server), stream_mode=["updates", "messages"])))
+
+
+def test_async_stream_is_the_same(server: OpenAIServer) -> None:
+    script(server)
+    g = build_graph(retriever=retriever(TRAVEL))
+
+    async def collect() -> list[tuple[str, Any]]:
+        return [c async for c in g.astream({"query": Q}, context=llm_context(server),
+                                           stream_mode=["updates", "messages"])]
+
+    check_llm_events(events(asyncio.run(collect())))
+
+
+def test_offline_mode_streams_updates_and_the_answer_comes_with_postprocess() -> None:
+    g = build_graph(retriever=retriever(TRAVEL))
+    chunks = list(g.stream({"query": Q}, context=EvidentContext(), stream_mode=["updates", "messages"]))
+    assert [m for m, _ in chunks if m == "messages"] == []  # no model, no tokens
+    assert [node for _, item in chunks for node in item] == OFFLINE_PATH
+    post = chunks[-1][1]["postprocess"]
+    assert post["status"] == "answered" and BOOKING in post["answer"] and post["citations"]
+
+
+# -- evident ask --stream ---------------------------------------------------------------------------
+
+
+def corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "corpus.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for url in (TRAVEL, EXPENSES):
+            title, kind, text = CORPUS[url]
+            f.write(json.dumps({"url": url, "title": title, "text": text, "metadata": {"source_type": kind}}) + "\n")
+    return path
+
+
+def ask(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "evident.cli", "ask", *args], capture_output=True, text=True,
+                          check=False, timeout=120, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+
+
+def model_env(server: OpenAIServer) -> dict[str, str]:
+    return {"EVIDENT_MODEL": "test-model", "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key"}
+
+
+def test_ask_stream_offline_prints_steps_on_stderr_and_the_answer_on_stdout(tmp_path: Path) -> None:
+    proc = ask(Q, "--corpus", str(corpus(tmp_path)), "--stream")
+    assert proc.returncode == 0, proc.stderr
+    steps = [line for line in proc.stderr.splitlines() if line.startswith("· ")]
+    assert [s.split(":")[0][2:] for s in steps] == OFFLINE_PATH
+    assert steps[2].startswith("· align: ") and " kept" in steps[2]
+    assert BOOKING in proc.stdout and "Citations" in proc.stdout
+    assert "· " not in proc.stdout and BOOKING not in proc.stderr
+    assert "Status: answered" in proc.stderr
+
+
+def test_ask_stream_prints_tokens_then_the_verified_answer(server: OpenAIServer, tmp_path: Path) -> None:
+    script(server)
+    proc = ask(Q, "--corpus", str(corpus(tmp_path)), "--stream", env=model_env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert [r.stream for r in server.requests] == [False, True]  # the answer was streamed by the model
+    out = proc.stdout
+    assert out.startswith(DRAFT)  # the tokens, as they came, first
+    assert "verify changed the draft" in proc.stderr
+    verified = out[len(DRAFT):]
+    assert BOOKING in verified and UNSUPPORTED not in verified  # then the verified answer
+    assert "· verify: 1 sentence kept, 1 removed" in proc.stderr
+
+
+def test_ask_stream_json_events(server: OpenAIServer, tmp_path: Path) -> None:
+    script(server)
+    proc = ask(Q, "--corpus", str(corpus(tmp_path)), "--stream", "--json", env=model_env(server))
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    steps = [e["node"] for e in lines if e["event"] == "step"]
+    assert steps == LLM_PATH
+    assert "".join(e["text"] for e in lines if e["event"] == "token") == DRAFT
+    result = lines[-1]
+    assert result["event"] == "result" and result["status"] == "answered"
+    assert UNSUPPORTED not in result["answer"] and result["citations"][0]["quote"] == BOOKING
+    align = next(e for e in lines if e.get("node") == "align")["summary"]
+    assert align["kept"] == 1 and align["decisions"][0]["action"] == "kept"
+
+
+def test_ask_stream_rejects_batch(tmp_path: Path) -> None:
+    batch = tmp_path / "q.jsonl"
+    batch.write_text(json.dumps({"id": 1, "query": Q}) + "\n", encoding="utf-8")
+    proc = ask("--batch", str(batch), "--stream", "--corpus", str(corpus(tmp_path)))
+    assert proc.returncode == 2 and "--stream" in proc.stderr and "Traceback" not in proc.stderr

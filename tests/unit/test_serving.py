@@ -1,0 +1,168 @@
+"""Serving pieces that need no server: langgraph.json, the `evident serve` command line and
+environment, the extra HTTP routes, the served context's defaults, and the step descriptions."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from evident.commands.serve import (
+    build_invocation,
+    server_environment,
+    tracing_configured,
+)
+from evident.context import ConfigError, EvidentContext
+from evident.graph.builder import ContextWithDefaults, _toml_cache
+from evident.tracing import describe, summarize
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(spec: str, root: Path) -> object:
+    path, _, attr = spec.rpartition(":")
+    module_spec = importlib.util.spec_from_file_location(f"loaded_{Path(path).stem}", root / path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return getattr(module, attr)
+
+
+def test_langgraph_json_exposes_the_graph_its_environment_and_the_routes() -> None:
+    config = json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8"))
+    assert config["dependencies"] == ["."] and config["python_version"] == "3.11"
+    assert config["env"] == ".env"
+    (graph_id,) = config["graphs"]
+    entry = config["graphs"][graph_id]
+    assert graph_id == "evident" and entry["description"]
+    graph = _load(entry["path"], ROOT)
+    assert getattr(graph, "name", None) == "evident"
+    app = _load(config["http"]["app"], ROOT)
+    assert isinstance(app, Starlette)
+    assert (ROOT / ".env.example").is_file()  # what `env` expects, documented
+
+
+# -- evident serve --------------------------------------------------------------------------------------
+
+
+def test_the_server_is_quiet_and_untraced_by_default() -> None:
+    env, notes = server_environment({"PATH": "/bin", "LANGSMITH_API_KEY": "ls-key", "LANGCHAIN_TRACING_V2": "true"})
+    assert env["LANGGRAPH_CLI_NO_ANALYTICS"] == "1" and env["LANGGRAPH_NO_VERSION_CHECK"] == "true"
+    # LANGCHAIN_TRACING_V2=true and a key count as configured...
+    assert tracing_configured({"LANGCHAIN_TRACING_V2": "true", "LANGSMITH_API_KEY": "k"})
+    # ...but a flag alone does not, and every flag LangSmith reads is then switched off.
+    env, notes = server_environment({"PATH": "/bin", "LANGCHAIN_TRACING_V2": "true"})
+    assert env["LANGSMITH_TRACING"] == "false" and env["LANGCHAIN_TRACING_V2"] == "false"
+    assert any("stays off" in n for n in notes)
+    # A key without tracing is removed: the LangGraph server would report usage to LangSmith with it.
+    env, _ = server_environment({"LANGSMITH_API_KEY": "k", "LANGSMITH_CONTROL_PLANE_API_KEY": "c"})
+    assert "LANGSMITH_API_KEY" not in env and "LANGSMITH_CONTROL_PLANE_API_KEY" not in env
+    assert env["LANGSMITH_TRACING"] == "false"
+
+
+def test_configured_tracing_is_left_on() -> None:
+    base = {"LANGSMITH_TRACING": "true", "LANGSMITH_API_KEY": "k", "LANGSMITH_PROJECT": "p",
+            "LANGGRAPH_NO_VERSION_CHECK": "false"}
+    env, notes = server_environment(base)
+    assert env["LANGSMITH_TRACING"] == "true" and env["LANGSMITH_API_KEY"] == "k"
+    assert env["LANGGRAPH_NO_VERSION_CHECK"] == "false"  # the user's explicit choice is kept
+    assert notes == ["LangSmith tracing is on (project p)"]
+
+
+def test_the_command_line(tmp_path: Path) -> None:
+    config = tmp_path / "evident.toml"
+    config.write_text("", encoding="utf-8")
+    inv = build_invocation(port=3001, config=config, corpus=[tmp_path], executable="/venv/bin/langgraph",
+                           base_env={})
+    assert inv.argv[:3] == ["/venv/bin/langgraph", "dev", "--no-browser"]
+    assert inv.argv[inv.argv.index("--config") + 1] == str(ROOT / "langgraph.json")
+    assert inv.argv[inv.argv.index("--port") + 1] == "3001" and "--no-reload" in inv.argv
+    assert inv.argv[inv.argv.index("--host") + 1] == "127.0.0.1"
+    assert inv.argv[inv.argv.index("--n-jobs-per-worker") + 1] == "8"
+    assert inv.cwd == ROOT and inv.url == "http://127.0.0.1:3001"
+    assert inv.env["EVIDENT_CONFIG"] == str(config.resolve()) and inv.env["EVIDENT_CORPUS"] == str(tmp_path.resolve())
+    assert "--no-reload" not in build_invocation(reload=True, base_env={}).argv
+
+
+def test_an_installed_package_gets_a_generated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("evident.commands.serve.find_langgraph_config", lambda explicit=None, cwd=None: None)
+    inv = build_invocation(base_env={})
+    generated = json.loads(Path(inv.argv[inv.argv.index("--config") + 1]).read_text(encoding="utf-8"))
+    assert generated["graphs"]["evident"]["path"] == "evident.graph.builder:graph"
+    assert generated["http"]["app"] == "evident.web.app:app"
+
+
+def test_serve_reports_missing_files(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from evident.cli import app
+
+    result = CliRunner().invoke(app, ["serve", "--corpus", str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "does not exist" in result.output
+
+
+# -- the extra routes ------------------------------------------------------------------------------------
+
+
+def test_health_and_version_routes(examples: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evident.web.app import app
+
+    monkeypatch.setenv("EVIDENT_CORPUS", str(examples))
+    with TestClient(app) as client:  # runs the lifespan: the index is opened before any request
+        health = client.get("/health")
+        assert health.status_code == 200
+        assert health.json()["retriever"]["ready"] is True and health.json()["mode"] == "offline"
+        assert client.get("/version").json()["packages"]["langsmith"]
+
+
+def test_health_says_what_is_wrong(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evident.web.app import app
+
+    monkeypatch.setenv("EVIDENT_CORPUS", str(tmp_path / "missing"))
+    with TestClient(app) as client:
+        health = client.get("/health")
+        assert health.status_code == 503 and health.json()["retriever"]["ready"] is False
+        monkeypatch.setenv("EVIDENT_THRESHOLD", "2")
+        broken = client.get("/health")
+        assert broken.status_code == 503 and "threshold" in broken.json()["error"]
+
+
+# -- a request's context on the server ---------------------------------------------------------------
+
+
+def test_a_dict_context_keeps_the_deployment_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The LangGraph server builds every run's context from a dict: the environment and evident.toml
+    must still apply under what the request says."""
+    config = tmp_path / "evident.toml"
+    config.write_text('top_n = 3\nk = 5\n[model]\nname = "from-toml"\n', encoding="utf-8")
+    monkeypatch.setenv("EVIDENT_CONFIG", str(config))
+    monkeypatch.setenv("EVIDENT_K", "7")
+    _toml_cache.clear()
+    try:
+        ctx = ContextWithDefaults(top_n=2)
+        assert (ctx.top_n, ctx.k, ctx.model) == (2, 7, "from-toml")  # request > environment > file
+        assert isinstance(ctx, EvidentContext)
+        with pytest.raises(ConfigError, match="threshold"):
+            ContextWithDefaults(threshold=3)
+    finally:
+        _toml_cache.clear()
+
+
+# -- progress lines ---------------------------------------------------------------------------------------
+
+
+def test_descriptions_of_steps() -> None:
+    retrieve = summarize("retrieve", {"documents": [], "acl_dropped": 2, "source_runs": [
+        {"source": "wiki", "status": "ok", "documents": 0, "denied": 2, "latency_ms": 3.0}],
+        "source_errors": [{"source": "docs", "kind": "timeout", "message": "slow"}], "timings_ms": {"retrieve": 4.0}})
+    assert describe("retrieve", retrieve) == (
+        "retrieve: 0 documents from 1 source, 2 hidden by permissions, failed: docs [4 ms]")
+    align = summarize("align", {"alignment": [{"action": "kept"}, {"action": "dropped"}], "verified": [1]})
+    assert describe("align", align) == "align: 1 kept, 0 truncated, 0 relinked, 1 dropped"
+    assert describe("postprocess", summarize("postprocess", {"status": "insufficient", "citations": []})) == (
+        "postprocess: insufficient, 0 citations")
+    assert summarize("unknown-node", {"x": 1}) == {}
