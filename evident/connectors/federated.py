@@ -33,19 +33,21 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langsmith import tracing_context
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-from evident.acl import PrincipalError, coerce_principal, filter_documents
-from evident.connectors.base import to_langchain_document, to_source_document
-from evident.connectors.http import one_line
-from evident.connectors.loaders import LOCAL_SOURCE
+from evident.acl import PrincipalError, coerce_principal
+from evident.connectors.base import to_langchain_document
 from evident.connectors.source import (
     AccessReport,
     Source,
-    SourceConfigError,
     SourceFailure,
-    accepts_principal,
+)
+from evident.connectors.source_call import (
+    acall_untraced,
+    as_source_error,
+    call_untraced,
+    collect,
+    timeout_error,
 )
 from evident.connectors.workers import WORKERS
 from evident.models import Principal, SourceDocument, SourceError, SourceRun
@@ -197,7 +199,7 @@ class FederatedRetriever(BaseRetriever):
         outcomes = {id(s): _Outcome(source=s) for s in self.sources}
         start = time.perf_counter()
         submitted, overflow = WORKERS.submit_all(
-            [partial(contextvars.Context().run, _call_untraced, s, query, principal) for s in self.sources]
+            [partial(contextvars.Context().run, call_untraced, s, query, principal) for s in self.sources]
         )
         futures: dict[Future[tuple[Any, int, float]], Source] = dict(zip(submitted, self.sources))
         deadlines = {f: start + s.timeout_s for f, s in futures.items()}
@@ -211,7 +213,7 @@ class FederatedRetriever(BaseRetriever):
                 for fut in [f for f in pending if deadlines[f] <= now]:
                     pending.discard(fut)
                     fut.cancel()
-                    outcomes[id(futures[fut])].error = _timeout_error(futures[fut])
+                    outcomes[id(futures[fut])].error = timeout_error(futures[fut])
                     outcomes[id(futures[fut])].latency_ms = futures[fut].timeout_s * 1000
                 if pending:
                     wait(pending, timeout=max(0.0, min(deadlines[f] for f in pending) - now), return_when=FIRST_COMPLETED)
@@ -225,13 +227,13 @@ class FederatedRetriever(BaseRetriever):
         try:
             outcome.raw, outcome.denied, outcome.latency_ms = fut.result()
         except BaseException as exc:  # noqa: BLE001 - any failure of a source is that source's problem
-            outcome.error, outcome.latency_ms = _as_source_error(outcome.source, exc), getattr(exc, "latency_ms", 0.0)
+            outcome.error, outcome.latency_ms = as_source_error(outcome.source, exc), getattr(exc, "latency_ms", 0.0)
 
     async def _gather_tasks(self, query: str, principal: Principal | None) -> list[_Outcome]:
         loop = asyncio.get_running_loop()
         # Each task runs in an empty context: no trace parent, no inherited callbacks (module doc).
         tasks = [
-            loop.create_task(_acall_untraced(s, query, principal), context=contextvars.Context()) for s in self.sources
+            loop.create_task(acall_untraced(s, query, principal), context=contextvars.Context()) for s in self.sources
         ]
         # Cancelling this coroutine cancels the tasks too; a source's own failure is returned, not raised.
         answers = await asyncio.gather(*tasks, return_exceptions=True)
@@ -239,7 +241,7 @@ class FederatedRetriever(BaseRetriever):
         for source, answer in zip(self.sources, answers):
             outcome = _Outcome(source=source)
             if isinstance(answer, BaseException):
-                outcome.error, outcome.latency_ms = _as_source_error(source, answer), getattr(answer, "latency_ms", 0.0)
+                outcome.error, outcome.latency_ms = as_source_error(source, answer), getattr(answer, "latency_ms", 0.0)
             else:
                 outcome.raw, outcome.denied, outcome.latency_ms = answer
             outcomes.append(outcome)
@@ -258,7 +260,7 @@ class FederatedRetriever(BaseRetriever):
         for index, outcome in enumerate(outcomes):
             source = outcome.source
             if outcome.error is None:
-                visible, denied, problem = _collect(source, outcome.raw, principal)
+                visible, denied, problem = collect(source, outcome.raw, principal)
                 outcome.denied += denied
                 if problem:
                     outcome.error = SourceError(source=source.name, kind="error", message=problem)
@@ -316,104 +318,6 @@ def url_key(url: str) -> str:
         return url
     path = parts.path.rstrip("/") if parts.path not in {"", "/"} else ""
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
-
-
-# -- running one source ------------------------------------------------------------------------
-
-
-def _source_kwargs(source: Source, principal: Principal | None, report: AccessReport) -> dict[str, Any]:
-    return {"principal": principal, "report": report} if accepts_principal(source.retriever) else {}
-
-
-def _call_untraced(source: Source, query: str, principal: Principal | None) -> tuple[Any, int, float]:
-    report = AccessReport()
-    start = time.perf_counter()
-    try:
-        with tracing_context(enabled=False):
-            raw = source.retriever.invoke(query, {"callbacks": []}, **_source_kwargs(source, principal, report))
-    except BaseException as exc:
-        exc.latency_ms = (time.perf_counter() - start) * 1000  # type: ignore[attr-defined]
-        raise
-    return raw, report.denied, (time.perf_counter() - start) * 1000
-
-
-async def _acall_untraced(source: Source, query: str, principal: Principal | None) -> tuple[Any, int, float]:
-    report = AccessReport()
-    start = time.perf_counter()
-    try:
-        with tracing_context(enabled=False):
-            call = source.retriever.ainvoke(query, {"callbacks": []}, **_source_kwargs(source, principal, report))
-            raw = await asyncio.wait_for(call, timeout=source.timeout_s)
-    except TimeoutError as exc:
-        elapsed = (time.perf_counter() - start) * 1000
-        if elapsed >= source.timeout_s * 1000 * 0.99:
-            raise _Deadline(elapsed) from None
-        exc.latency_ms = elapsed  # type: ignore[attr-defined]
-        raise
-    except BaseException as exc:
-        exc.latency_ms = (time.perf_counter() - start) * 1000  # type: ignore[attr-defined]
-        raise
-    return raw, report.denied, (time.perf_counter() - start) * 1000
-
-
-class _Deadline(Exception):
-    def __init__(self, latency_ms: float) -> None:
-        self.latency_ms = latency_ms
-        super().__init__("deadline")
-
-
-def _timeout_error(source: Source) -> SourceError:
-    return SourceError(source=source.name, kind="timeout", message=f"no answer within {source.timeout_s:g} s")
-
-
-def _as_source_error(source: Source, exc: BaseException) -> SourceError:
-    if isinstance(exc, _Deadline):
-        return _timeout_error(source)
-    if isinstance(exc, SourceFailure):
-        kind, message = exc.kind, exc.message
-    elif isinstance(exc, SourceConfigError):
-        kind, message = "config", exc.message
-    elif isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-        kind, message = "timeout", f"timed out ({one_line(str(exc)) or 'no detail'})"
-    else:
-        kind, message = "error", f"{type(exc).__name__}: {one_line(str(exc))}".rstrip(": ")
-    return SourceError(source=source.name, kind=kind, message=redact(message, source))  # type: ignore[arg-type]
-
-
-def redact(message: str, source: Source) -> str:
-    """Defence in depth: a credential must never reach an error message, whoever wrote it."""
-    for secret in source.secrets:
-        value = secret.get_secret_value()
-        if len(value) >= 4:
-            message = message.replace(value, "***")
-    return message
-
-
-def _collect(source: Source, raw: Any, principal: Principal | None) -> tuple[list[SourceDocument], int, str | None]:
-    """A source's hits as visible `SourceDocument`s, the number it may not see, and any data problem."""
-    if not isinstance(raw, list):
-        return [], 0, f"malformed answer: expected a list of documents, got {type(raw).__name__}"
-    docs: list[SourceDocument] = []
-    bad = 0
-    for item in raw:
-        if not isinstance(item, Document) or not isinstance(item.page_content, str):
-            bad += 1
-            continue
-        try:
-            doc = to_source_document(item, source=source.name)
-        except (ValueError, ValidationError):
-            bad += 1
-            continue
-        if not doc.content.strip():
-            continue
-        if source.source_type and doc.source_type in {"", LOCAL_SOURCE}:
-            doc.source_type = source.source_type
-        docs.append(doc)
-    visible, denied = filter_documents(docs, principal, default=source.default_acl, fallback_acl=source.acl)
-    if source.k is not None:
-        visible = visible[: source.k]
-    problem = f"{bad} of {len(raw)} documents had no url or no text and were skipped" if bad else None
-    return visible, denied, problem
 
 
 __all__ = [

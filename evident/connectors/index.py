@@ -23,54 +23,11 @@ from pydantic import BaseModel
 
 from evident.alignment.models import SourceDocument
 from evident.connectors.fts_query import fts_match_expression
+from evident.connectors.index_schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
 from evident.connectors.loaders import SkipHandler, corpus_files, load_file, log_skip
 
-SCHEMA_VERSION = 1
 TITLE_WEIGHT = 4.0  # a query word in the title says more about the document than one in its body
 CONTENT_WEIGHT = 1.0
-
-_SCHEMA_V1: tuple[str, ...] = (
-    "CREATE TABLE evident_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    # `id` is the FTS rowid; a URL primary key would leave the rowid implicit, and VACUUM may renumber
-    # implicit rowids, silently detaching the full-text index from its documents.
-    """CREATE TABLE documents (
-        id INTEGER PRIMARY KEY,
-        url TEXT NOT NULL UNIQUE,
-        title TEXT NOT NULL,
-        source TEXT NOT NULL,
-        source_type TEXT NOT NULL,
-        content TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        metadata TEXT NOT NULL,
-        root TEXT NOT NULL,
-        origin TEXT NOT NULL,
-        origin_mtime_ns INTEGER NOT NULL,
-        origin_size INTEGER NOT NULL
-    )""",
-    "CREATE INDEX documents_root_origin ON documents (root, origin)",
-    """CREATE VIRTUAL TABLE documents_fts USING fts5 (
-        title, content,
-        content = 'documents', content_rowid = 'id',
-        tokenize = 'porter unicode61 remove_diacritics 2'
-    )""",
-    """CREATE TRIGGER documents_fts_insert AFTER INSERT ON documents BEGIN
-        INSERT INTO documents_fts (rowid, title, content) VALUES (new.id, new.title, new.content);
-    END""",
-    """CREATE TRIGGER documents_fts_delete AFTER DELETE ON documents BEGIN
-        INSERT INTO documents_fts (documents_fts, rowid, title, content)
-        VALUES ('delete', old.id, old.title, old.content);
-    END""",
-    # Only title/content changes touch the full-text index; refreshing file stats does not.
-    """CREATE TRIGGER documents_fts_update AFTER UPDATE OF title, content ON documents BEGIN
-        INSERT INTO documents_fts (documents_fts, rowid, title, content)
-        VALUES ('delete', old.id, old.title, old.content);
-        INSERT INTO documents_fts (rowid, title, content) VALUES (new.id, new.title, new.content);
-    END""",
-)
-
-# version -> statements that upgrade an index from the previous version; empty until schema 2 exists.
-# (Statement lists, not scripts: executescript() would commit the surrounding transaction.)
-_MIGRATIONS: dict[int, tuple[str, ...]] = {}
 
 _COLUMNS = "url, title, source, source_type, content, content_hash, metadata"
 _TIE_MARGIN = 64  # extra ranked rows read so that ties at the k-th place are usually resolved in one go
@@ -181,7 +138,7 @@ class LocalIndex:
                 # Another process may have created the schema while we waited for the write lock.
                 if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'evident_meta'").fetchone():
                     return
-                for statement in _SCHEMA_V1:
+                for statement in SCHEMA_V1:
                     conn.execute(statement)
                 conn.execute("INSERT INTO evident_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         except sqlite3.OperationalError as exc:
@@ -191,10 +148,10 @@ class LocalIndex:
 
     def _migrate(self, conn: sqlite3.Connection, version: int) -> None:
         for target in range(version + 1, SCHEMA_VERSION + 1):
-            if target not in _MIGRATIONS:
+            if target not in MIGRATIONS:
                 raise IndexFileError(self.path, f"cannot migrate from schema {version}; rebuild the index")
             with _transaction(conn):
-                for statement in _MIGRATIONS[target]:
+                for statement in MIGRATIONS[target]:
                     conn.execute(statement)
                 conn.execute("UPDATE evident_meta SET value = ? WHERE key = 'schema_version'", (str(target),))
 
