@@ -113,8 +113,8 @@ class EvidentContext(BaseModel):
     def from_env(cls, config: str | Path | None = None, **overrides: Any) -> "EvidentContext":
         """Defaults < evident.toml < environment < `overrides` (None values are ignored)."""
         values: dict[str, Any] = {}
-        values.update(_load_toml(config))
-        values.update(_from_environment())
+        values.update(file_settings(config))
+        values.update(environment_settings())
         values.update({k: v for k, v in overrides.items() if v is not None})
         try:
             return cls(**values)
@@ -148,7 +148,7 @@ _MODEL_KEYS = {
 }
 
 
-def _from_environment() -> dict[str, Any]:
+def environment_settings() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for var, key in _ENV.items():
         value = os.environ.get(var)
@@ -160,7 +160,7 @@ def _from_environment() -> dict[str, Any]:
     return out
 
 
-def _load_toml(config: str | Path | None) -> dict[str, Any]:
+def file_settings(config: str | Path | None) -> dict[str, Any]:
     explicit = config is not None or "EVIDENT_CONFIG" in os.environ
     path = Path(config or os.environ.get("EVIDENT_CONFIG") or "evident.toml")
     if not path.exists():

@@ -82,6 +82,7 @@ def _retrieve(update: Mapping[str, Any], **_: Any) -> Summary:
 def _prompt_tokens(documents: list[Any], counter: TokenCounter | None) -> int | None:
     if counter is None or not documents:
         return None
+    # Lazily: the evident.prompts package pulls in LangChain, which the CLI's progress lines do not need.
     from evident.prompts.render import render_document
 
     try:
@@ -197,18 +198,21 @@ def _verify(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None
     }
 
 
-def _postprocess(update: Mapping[str, Any], **_: Any) -> Summary:
+def _postprocess(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None, **_: Any) -> Summary:
     citations = _items(update, "citations")
     sentences, _urls = _answer_shape(str(update.get("answer") or ""))
+    # After a retrieval error the status was set by `retrieve`; postprocess only clears the answer.
+    status = str(update.get("status") or (state or {}).get("status") or "")
+    error = update.get("error") or (state or {}).get("error")
     out: Summary = {
-        "status": str(update.get("status") or ""),
+        "status": status,
         "sentences": sentences,
         "citations": len(citations),
         "cited_urls": list(dict.fromkeys(str(_get(c, "url", "")) for c in citations)),
         "spans": sum(len(_get(c, "spans", None) or []) for c in citations),
     }
-    if update.get("status") == "error" or update.get("error"):
-        out["error"] = str(update.get("error") or "")
+    if status == "error" or error:
+        out["error"] = str(error or "")
     return out
 
 
@@ -279,7 +283,7 @@ def describe(node: str, summary: Mapping[str, Any]) -> str:
         if s.get("citations_repaired"):
             line += f", {_plural(int(s['citations_repaired']), 'citation')} repaired"
     elif node == "postprocess":
-        line = f"postprocess: {s.get('status', '')}, {_plural(int(s.get('citations', 0)), 'citation')}"
+        line = f"postprocess: {s.get('status') or 'done'}, {_plural(int(s.get('citations', 0)), 'citation')}"
     else:
         line = node
     if isinstance(s.get("latency_ms"), (int, float)):

@@ -24,7 +24,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from pydantic import ConfigDict, ValidationError
 
-from evident.context import ConfigError, EvidentContext, _from_environment, _load_toml
+from evident.context import ConfigError, EvidentContext, environment_settings, file_settings
 from evident.graph.instrument import instrumented
 from evident.llm import DEFAULT_MODELS, Models
 from evident.nodes.align import align, route_after_align
@@ -55,7 +55,7 @@ def file_defaults() -> dict[str, Any]:
         found = _toml_cache.get(key)
         if found is None:
             try:
-                found = _load_toml(None)
+                found = file_settings(None)
             except ConfigError as exc:
                 found = exc
             _toml_cache[key] = found
@@ -81,7 +81,7 @@ class ContextWithDefaults(EvidentContext):
         files = file_defaults()
         given = {k: v for k, v in data.items() if v is not None}
         try:
-            super().__init__(**{**files, **_from_environment(), **given})
+            super().__init__(**{**files, **environment_settings(), **given})
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "settings"

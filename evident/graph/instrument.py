@@ -29,8 +29,9 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.context import register_configure_hook
 
-from evident.context import EvidentContext
+from evident.context import ConfigError, EvidentContext
 from evident.llm import Models
+from evident.nodes.common import settings
 from evident.tokens import TokenCounter, make_counter
 from evident.tracing import summarize
 
@@ -77,25 +78,25 @@ register_configure_hook(_usage_var, inheritable=True)
 
 
 class _Ledger:
-    """Token counts of a trace's extraction batches until its `extract` step collects them."""
+    """Token counts of a query's extraction batches until its `extract` step collects them."""
 
     def __init__(self, size: int = 1024) -> None:
         self._lock = threading.Lock()
-        self._by_trace: OrderedDict[str, dict[str, int]] = OrderedDict()
-        self._size = size  # a trace abandoned mid-way must not pin memory
+        self._by_run: OrderedDict[str, dict[str, int]] = OrderedDict()
+        self._size = size  # a query abandoned mid-way must not pin memory
 
-    def add(self, trace: str, usage: Mapping[str, int]) -> None:
+    def add(self, graph_run: str, usage: Mapping[str, int]) -> None:
         with self._lock:
-            total = self._by_trace.setdefault(trace, {})
+            total = self._by_run.setdefault(graph_run, {})
             for key, value in usage.items():
                 total[key] = total.get(key, 0) + value
-            self._by_trace.move_to_end(trace)
-            while len(self._by_trace) > self._size:
-                self._by_trace.popitem(last=False)
+            self._by_run.move_to_end(graph_run)
+            while len(self._by_run) > self._size:
+                self._by_run.popitem(last=False)
 
-    def pop(self, trace: str) -> dict[str, int] | None:
+    def pop(self, graph_run: str) -> dict[str, int] | None:
         with self._lock:
-            return self._by_trace.pop(trace, None)
+            return self._by_run.pop(graph_run, None)
 
 
 _LEDGER = _Ledger()
@@ -145,8 +146,11 @@ def _counting(enabled: bool) -> Iterator[TokenUsage | None]:
 
 
 def _settings(runtime: Any) -> EvidentContext | None:
-    ctx = getattr(runtime, "context", None)
-    return ctx if isinstance(ctx, EvidentContext) else None
+    """The run's settings as the nodes see them; None if they cannot be read (the node said why)."""
+    try:
+        return settings(runtime)
+    except ConfigError:
+        return None
 
 
 class _Annotator:
@@ -165,12 +169,14 @@ class _Annotator:
 
     def _annotate(self, runs: list[Any], state: Any, update: Any, runtime: Any, usage: TokenUsage | None) -> None:
         ctx = _settings(runtime)
-        trace = str(getattr(runs[0], "trace_id", "") or "")
+        # Batches and their merge step are children of the same graph run (one per query, even when
+        # several queries share a trace).
+        graph_run = str(getattr(runs[0], "parent_run_id", "") or "")
         counts = usage.as_dict() if usage is not None and usage.calls else None
-        if self.name == "extract_batch" and counts and trace:
-            _LEDGER.add(trace, counts)
-        if self.name == "extract" and trace:
-            counts = _LEDGER.pop(trace)
+        if self.name == "extract_batch" and counts and graph_run:
+            _LEDGER.add(graph_run, counts)
+        if self.name == "extract" and graph_run:
+            counts = _LEDGER.pop(graph_run)
         model = None
         counter = None
         if ctx is not None:
@@ -211,8 +217,8 @@ def instrument(name: str, node: Any, *, models: Models, token_counter: TokenCoun
             return await inner.ainvoke(state, config)
         with _counting(counts_tokens) as usage:
             update = await inner.ainvoke(state, config)
-        # Off the event loop: token counting and answer parsing are CPU work, and the settings may
-        # still need reading (the dev server refuses blocking calls on its loop).
+        # Off the event loop: token counting and answer parsing are CPU work, and settings given as
+        # nothing at all are read from evident.toml (the dev server refuses blocking calls on its loop).
         await asyncio.to_thread(annotate, runs, state, update, runtime, usage)
         return update
 

@@ -11,6 +11,7 @@ to `build_graph`), it runs behind a `FederatedRetriever`, so the same rules hold
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -160,7 +161,9 @@ def make_retrieve(factory: RetrieverFactory | None = None) -> Any:
         ctx = settings(runtime)
         update: dict[str, Any] = {"mode": ctx.resolved_mode}
         with timed("retrieve", update):
-            prepared = prepare(state, ctx, update)
+            # Opening (or first building) a corpus index is file and SQLite work: keep it off the
+            # event loop, which a server shares between all requests.
+            prepared = await asyncio.to_thread(prepare, state, ctx, update)
             if prepared is not None:
                 federated, query, principal = prepared
                 _finish(update, await federated.asearch(query, principal=principal), ctx)

@@ -228,3 +228,10 @@ def test_no_langsmith_traffic_when_tracing_is_off(served: DevServer, langsmith_a
     out = get_sync_client(url=served.url).runs.wait(None, "evident", input={"query": Q})
     assert out["status"] == "answered"
     assert langsmith_api.requests == []
+
+
+def test_a_corpus_chosen_per_request_is_indexed_off_the_event_loop(served: DevServer, tmp_path: Path) -> None:
+    hr = write_hr_corpus(tmp_path / "per-request")
+    out = get_sync_client(url=served.url).runs.wait(
+        None, "evident", input={"query": "When is the staff bonus paid?"}, context={"corpus": [str(hr)]})
+    assert out["status"] == "answered", out.get("error")
