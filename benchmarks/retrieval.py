@@ -4,7 +4,7 @@
     python benchmarks/retrieval.py --quick         # 10,000 documents only (~15 s)
     python benchmarks/retrieval.py --sizes 2000 --federated-runs 50 --queries 20     # any sizes
 
-Embedded index (SQLite FTS5, BM25): documents are generated from the bundled example corpus with
+Embedded index (SQLite documents, Tantivy BM25): documents are generated from the bundled example corpus with
 variation (random runs of a page's paragraphs, numbers and names changed, a distinct title), written
 as JSONL and indexed with `LocalIndex.add_corpus`, exactly what `evident index` does. Reported:
 build time, documents per second, index size on disk, and search latency p50/p95 over the example
@@ -88,7 +88,9 @@ def generate(count: int, path: Path, seed: int = 7) -> int:
 
 
 def index_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+    # The SQLite file, its WAL, and the Tantivy directory beside it (`<index>.tantivy/`).
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file()) + sum(
+        p.stat().st_size for p in path.parent.glob(path.name + "*/**/*") if p.is_file())
 
 
 def bench_index(count: int, queries: list[str], rounds: int, workdir: Path) -> dict[str, Any]:
@@ -215,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [bench_index(n, questions, args.rounds, Path(tmp)) for n in sizes]
     header = (f"{'documents':>10} {'corpus MB':>9} {'build s':>8} {'docs/s':>8} {'index MB':>9} "
               f"{'search p50 ms':>13} {'search p95 ms':>13} {'invoke p50 ms':>13} {'invoke p95 ms':>13}")
-    print("Embedded index (SQLite FTS5, BM25)")
+    print("Embedded index (SQLite + Tantivy BM25)")
     print(header)
     print("-" * len(header))
     for r in rows:

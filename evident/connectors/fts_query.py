@@ -9,13 +9,33 @@ words are OR-ed, leaving the ranking to BM25.
 from __future__ import annotations
 
 import re
+import sqlite3
+import unicodedata
+from typing import Any
 
-# Python's \w is letters, digits and underscore in every script, close to the unicode61 tokenizer's
-# token characters; where they differ (underscore, combining marks), the quoted term is re-tokenized
-# by FTS5 itself into a phrase, so a mismatch only loosens the match, never breaks the query.
-_WORD = re.compile(r"\w+")
+
+def _word_pattern() -> re.Pattern[str]:
+    # Python's \w is letters, digits and underscore in every script but not combining marks, which
+    # would cut Devanagari or Thai words at every vowel sign; the index's tokenizers (FTS5 unicode61,
+    # Tantivy's `\w+`) keep marks inside words, so queries must too. Where they still differ, a
+    # mismatch only loosens the match, never breaks the query.
+    marks: list[str] = []
+    start = previous = -2
+    for code in range(0x300, 0x10000):
+        if unicodedata.category(chr(code)).startswith("M"):
+            if code != previous + 1:
+                if start >= 0:
+                    marks.append(f"{chr(start)}-{chr(previous)}")
+                start = code
+            previous = code
+    marks.append(f"{chr(start)}-{chr(previous)}")
+    return re.compile(r"(?:\w|[" + "".join(marks) + r"])+")
+
+
+_WORD = _word_pattern()
 
 MAX_TERMS = 64  # enough for any real question; keeps a pasted 100 KB document fast to search
+_TIE_MARGIN = 64  # extra ranked rows read so that ties at the k-th place are usually resolved in one go
 MAX_TERM_LENGTH = 64  # longer "words" are hashes, base64 or junk, and cannot match usefully
 
 # Deliberately small: BM25 already discounts common words, this only keeps a question's glue words
@@ -52,3 +72,39 @@ def fts_match_expression(text: str) -> str | None:
         return None
     # \w never matches '"', so quoting needs no escaping.
     return " OR ".join(f'"{term}"' for term in terms)
+
+
+def fts_search(
+    conn: sqlite3.Connection, text: str, k: int, *, columns: str, title_weight: float, content_weight: float
+) -> list[tuple[Any, ...]]:
+    """The `k` best `documents` rows (`columns` then score) by FTS5 BM25, ties by url.
+
+    The embedded index ranks with Tantivy; this is its fallback while the Tantivy directory cannot
+    be trusted (e.g. an index opened read-only before its first writable open rebuilt it).
+    """
+    expression = fts_match_expression(text)
+    if expression is None or k <= 0:
+        return []
+    score = f"-bm25(documents_fts, {title_weight}, {content_weight})"
+    # Rank on the full-text index alone, then read only the winners' rows: joining first carries
+    # every matching document's text through the sort, which doubles the time on large indexes.
+    ranked_sql = f"SELECT rowid, {score} AS score FROM documents_fts WHERE documents_fts MATCH ?" \
+        " ORDER BY score DESC LIMIT ?"
+    ranked = conn.execute(ranked_sql, (expression, k + _TIE_MARGIN)).fetchall()
+    if len(ranked) == k + _TIE_MARGIN and ranked[k - 1][1] == ranked[-1][1]:
+        # Rows tied with the k-th may lie beyond what was fetched; the order (score, then URL)
+        # needs the URLs of all of them.
+        by_url = f"""
+            SELECT {", ".join("d." + c.strip() for c in columns.split(","))}, {score} AS score
+            FROM documents_fts JOIN documents AS d ON d.id = documents_fts.rowid
+            WHERE documents_fts MATCH ? ORDER BY score DESC, d.url LIMIT ?
+        """
+        return list(conn.execute(by_url, (expression, k)).fetchall())
+    # Rows tied with the k-th row compete for the last places by URL: read them all.
+    cut = ranked[k - 1][1] if len(ranked) >= k else None
+    scores = {row_id: value for row_id, value in ranked if cut is None or value >= cut}
+    if not scores:
+        return []
+    marks = ", ".join("?" for _ in scores)
+    found = conn.execute(f"SELECT id, {columns} FROM documents WHERE id IN ({marks})", list(scores)).fetchall()
+    return sorted((row[1:] + (scores[row[0]],) for row in found), key=lambda r: (-r[-1], r[0]))[:k]

@@ -1,15 +1,18 @@
-"""The embedded default retrieval: a persistent SQLite FTS5 index with BM25 ranking.
+"""The embedded default retrieval: SQLite documents ranked by BM25 through a Tantivy index.
 
-SQLite ships with Python, needs no server and gives BM25 for free, which is what a lexical
-verifier downstream wants anyway: documents that share the question's words. Indexing is
-incremental per file (mtime + size, then content), so refreshing a large unchanged corpus costs
-one `stat` per file.
+SQLite ships with Python and needs no server; it stores the documents and tracks what changed, so
+indexing is incremental per file (mtime + size, then content) and refreshing a large unchanged
+corpus costs one `stat` per file. Every change is mirrored into a Tantivy index beside the file
+(`<index>.tantivy/`), whose top-k BM25 (block-max WAND) stays fast where FTS5, which scores every
+match, does not. BM25 is what a lexical verifier downstream wants anyway: documents that share the
+question's words. The FTS5 table is kept as the fallback while the Tantivy directory is stale.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -22,35 +25,19 @@ from typing import Any
 from pydantic import BaseModel
 
 from evident.alignment.models import SourceDocument
-from evident.connectors.fts_query import fts_match_expression
-from evident.connectors.index_schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
+from evident.connectors.fts_query import fts_search, query_terms
+from evident.connectors.index_store import IndexFileError, _transaction, connect
 from evident.connectors.loaders import SkipHandler, corpus_files, load_file, log_skip
+from evident.connectors.tantivy_index import MirrorError, TantivyMirror
+
+__all__ = ["IndexFileError", "IndexStats", "LocalIndex", "default_index_path"]
+
+log = logging.getLogger(__name__)
 
 TITLE_WEIGHT = 4.0  # a query word in the title says more about the document than one in its body
 CONTENT_WEIGHT = 1.0
 
 _COLUMNS = "url, title, source, source_type, content, content_hash, metadata"
-_TIE_MARGIN = 64  # extra ranked rows read so that ties at the k-th place are usually resolved in one go
-_SEARCH_BY_URL = f"""
-    SELECT d.url, d.title, d.source, d.source_type, d.content, d.content_hash, d.metadata,
-           -bm25(documents_fts, {TITLE_WEIGHT}, {CONTENT_WEIGHT}) AS score
-    FROM documents_fts JOIN documents AS d ON d.id = documents_fts.rowid
-    WHERE documents_fts MATCH ?
-    ORDER BY score DESC, d.url
-    LIMIT ?
-"""
-
-
-class IndexFileError(Exception):
-    """The index file cannot be used (not SQLite, not ours, corrupt, newer schema)."""
-
-    def __init__(self, path: str | Path, message: str) -> None:
-        self.path = Path(path)
-        self.message = message
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
 
 
 class IndexStats(BaseModel):
@@ -83,107 +70,51 @@ class LocalIndex:
         self.path = Path(path)
         self.read_only = read_only
         self._lock = threading.RLock()
-        self._conn = self._connect()
-
-    # -- opening -------------------------------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        if self.path.is_dir():
-            raise IndexFileError(self.path, "is a folder, not an index file")
-        if self.read_only and not self.path.exists():
-            raise IndexFileError(self.path, "no such index")
-        if not self.read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        target = f"{self.path.resolve().as_uri()}?mode=ro" if self.read_only else str(self.path)
-        try:
-            # Autocommit mode: transactions are opened explicitly, so their extent is visible here.
-            conn = sqlite3.connect(target, uri=self.read_only, check_same_thread=False, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise IndexFileError(self.path, f"cannot open ({exc})") from None
-        try:
-            self._prepare(conn)
-        except IndexFileError:
-            conn.close()
-            raise
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise IndexFileError(self.path, f"not a usable EvidenT index ({exc})") from None
-        return conn
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        conn.execute("PRAGMA busy_timeout = 5000")
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not self.read_only:
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-        if "evident_meta" not in tables:
-            if tables:
-                raise IndexFileError(self.path, "is an SQLite database but not an EvidenT index")
-            if self.read_only:
-                raise IndexFileError(self.path, "is empty (build it with add_corpus first)")
-            self._create(conn)
-            return
-        row = conn.execute("SELECT value FROM evident_meta WHERE key = 'schema_version'").fetchone()
-        version = int(row[0]) if row and str(row[0]).isdigit() else 0
-        if version > SCHEMA_VERSION:
-            raise IndexFileError(self.path, f"written by a newer EvidenT (schema {version} > {SCHEMA_VERSION})")
-        if version < SCHEMA_VERSION:
-            if self.read_only:
-                raise IndexFileError(self.path, f"needs migration from schema {version}; open it writable once")
-            self._migrate(conn, version)
-
-    def _create(self, conn: sqlite3.Connection) -> None:
-        try:
-            with _transaction(conn):
-                # Another process may have created the schema while we waited for the write lock.
-                if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'evident_meta'").fetchone():
-                    return
-                for statement in SCHEMA_V1:
-                    conn.execute(statement)
-                conn.execute("INSERT INTO evident_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        except sqlite3.OperationalError as exc:
-            if "fts5" in str(exc).lower():
-                raise IndexFileError(self.path, "this SQLite build has no FTS5 support") from None
-            raise
-
-    def _migrate(self, conn: sqlite3.Connection, version: int) -> None:
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            if target not in MIGRATIONS:
-                raise IndexFileError(self.path, f"cannot migrate from schema {version}; rebuild the index")
-            with _transaction(conn):
-                for statement in MIGRATIONS[target]:
-                    conn.execute(statement)
-                conn.execute("UPDATE evident_meta SET value = ? WHERE key = 'schema_version'", (str(target),))
+        self._conn = connect(self.path, read_only=read_only)
+        self._mirror = TantivyMirror(Path(f"{self.path}.tantivy"), title_weight=TITLE_WEIGHT)
+        self._mirror_generation: int | None = None  # the SQLite generation the mirror reflects
+        self._changed = False  # whether the current write transaction changed any document
+        with self._lock, self._guard():
+            self._sync_mirror()
 
     # -- reading -------------------------------------------------------------------------------
 
     def search(self, query: str, k: int = 8) -> list[tuple[SourceDocument, float]]:
         """The `k` best documents for free text `query`, best first, with positive BM25 scores."""
-        expression = fts_match_expression(query)
-        if expression is None or k <= 0:
+        terms = query_terms(query)
+        if not terms or k <= 0:
             return []
-        # Rank on the full-text index alone, then read only the winners' rows: joining first carries
-        # every matching document's text through the sort, which doubles the time on large indexes.
-        ranked_sql = f"""
-            SELECT rowid, -bm25(documents_fts, {TITLE_WEIGHT}, {CONTENT_WEIGHT}) AS score
-            FROM documents_fts WHERE documents_fts MATCH ? ORDER BY score DESC LIMIT ?
-        """
         with self._reading():
-            ranked = self._conn.execute(ranked_sql, (expression, k + _TIE_MARGIN)).fetchall()
-            if len(ranked) == k + _TIE_MARGIN and ranked[k - 1][1] == ranked[-1][1]:
-                # Rows tied with the k-th may lie beyond what was fetched; the order (score, then URL)
-                # needs the URLs of all of them.
-                rows = self._conn.execute(_SEARCH_BY_URL, (expression, k)).fetchall()
-            else:
-                # Rows tied with the k-th row compete for the last places by URL: read them all.
-                cut = ranked[k - 1][1] if len(ranked) >= k else None
-                scores = {row_id: score for row_id, score in ranked if cut is None or score >= cut}
-                marks = ", ".join("?" for _ in scores)
-                found = self._conn.execute(
-                    f"SELECT id, {_COLUMNS} FROM documents WHERE id IN ({marks})", list(scores)
-                ).fetchall() if scores else []
-                rows = sorted((row[1:] + (scores[row[0]],) for row in found), key=lambda r: (-r[7], r[0]))[:k]
-        return [(_document(row), float(row[7])) for row in rows]
+            hits = self._mirror_hits(terms, k)
+            if hits is None:
+                rows = fts_search(self._conn, query, k, columns=_COLUMNS,
+                                  title_weight=TITLE_WEIGHT, content_weight=CONTENT_WEIGHT)  # fmt: skip
+                return [(_document(row), float(row[7])) for row in rows]
+            marks = ", ".join("?" for _ in hits)
+            sql = f"SELECT {_COLUMNS} FROM documents WHERE url IN ({marks})"
+            found = {row[0]: row for row in self._conn.execute(sql, [url for url, _ in hits])} if hits else {}
+        # A url missing here was deleted by another process between the two reads.
+        return [(_document(found[url]), score) for url, score in hits if url in found]
+
+    def _mirror_hits(self, terms: list[str], k: int) -> list[tuple[str, float]] | None:
+        """Tantivy's top k (url, score), or None when the mirror cannot be trusted right now."""
+        generation = self._generation()
+        if generation != self._mirror_generation:
+            # Another process wrote: trust its mirror commit only once its marker says it is done.
+            marker = self._mirror.marker()
+            if marker is None or marker[0] != generation:
+                return None
+            try:
+                self._mirror.refresh()
+            except (MirrorError, OSError, ValueError) as exc:
+                log.warning("%s: Tantivy index unusable, searching with FTS5 (%s)", self.path, exc)
+                return None
+            self._mirror_generation = generation
+        try:
+            return self._mirror.top(terms, k)
+        except (MirrorError, OSError, ValueError) as exc:
+            log.warning("%s: Tantivy search failed, searching with FTS5 (%s)", self.path, exc)
+            return None
 
     def get(self, url: str) -> SourceDocument | None:
         with self._reading():
@@ -226,7 +157,7 @@ class LocalIndex:
         resolved = root_path.resolve()
         root = str(resolved)
         current = {_origin(root_path, resolved, file): file for file in files}
-        with self._lock, self._guard(), _transaction(self._conn):
+        with self._writing():
             known = {
                 origin: (mtime_ns, size, count)
                 for origin, mtime_ns, size, count in self._conn.execute(
@@ -237,9 +168,7 @@ class LocalIndex:
             }
             # Deletions first, so a document that moved to another file keeps its URL free for it.
             for origin in sorted(set(known) - set(current)):
-                stats.removed += self._conn.execute(
-                    "DELETE FROM documents WHERE root = ? AND origin = ?", (root, origin)
-                ).rowcount
+                stats.removed += self._delete("WHERE root = ? AND origin = ?", (root, origin))
             for done, (origin, file) in enumerate(current.items(), start=1):
                 self._refresh_origin(root_path, root, origin, file, known.get(origin), stats, report)
                 if progress is not None:
@@ -288,6 +217,7 @@ class LocalIndex:
                     (doc.url, doc.title, doc.source, doc.source_type, doc.content, doc.content_hash,
                      metadata, root, origin, stat.st_mtime_ns, stat.st_size),
                 )  # fmt: skip
+                self._mirror_op(self._mirror.add, doc.url, doc.title, doc.content)
                 stats.added += 1
             elif old[doc.url] == (doc.title, doc.source, doc.source_type, doc.content_hash, metadata):
                 stats.unchanged += 1
@@ -297,10 +227,11 @@ class LocalIndex:
                     " content_hash = ?, metadata = ? WHERE url = ?",
                     (doc.title, doc.source, doc.source_type, doc.content, doc.content_hash, metadata, doc.url),
                 )
+                self._mirror_op(self._mirror.replace, doc.url, doc.title, doc.content)
                 stats.updated += 1
             seen.add(doc.url)
         for url in set(old) - seen:
-            stats.removed += self._conn.execute("DELETE FROM documents WHERE url = ?", (url,)).rowcount
+            stats.removed += self._delete("WHERE url = ?", (url,))
         self._conn.execute(
             "UPDATE documents SET origin_mtime_ns = ?, origin_size = ? WHERE root = ? AND origin = ?",
             (stat.st_mtime_ns, stat.st_size, root, origin),
@@ -311,9 +242,82 @@ class LocalIndex:
         self._require_writable()
         keep = sorted({str(Path(p).resolve()) for p in paths})
         placeholders = ", ".join("?" for _ in keep)
-        sql = "DELETE FROM documents" + (f" WHERE root NOT IN ({placeholders})" if keep else "")
-        with self._lock, self._guard(), _transaction(self._conn):
-            return self._conn.execute(sql, keep).rowcount
+        with self._writing():
+            return self._delete(f"WHERE root NOT IN ({placeholders})" if keep else "", keep)
+
+    def _delete(self, where: str, parameters: Sequence[Any]) -> int:
+        """Delete the matching documents from SQLite and the mirror; returns how many."""
+        urls = [row[0] for row in self._conn.execute(f"DELETE FROM documents {where} RETURNING url", parameters)]
+        if urls:
+            self._mirror_op(self._mirror.delete, urls)
+        return len(urls)
+
+    # -- the Tantivy mirror --------------------------------------------------------------------
+
+    def _generation(self) -> int:
+        # Bumped by every write transaction that changes documents; the mirror records which one
+        # it reflects. Index files written before the mirror existed have none: generation 0.
+        row = self._conn.execute("SELECT value FROM evident_meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row and str(row[0]).isdigit() else 0
+
+    def _sync_mirror(self) -> None:
+        """Trust the mirror if it reflects SQLite, else rebuild it (writable) or leave it to FTS5."""
+        generation = self._generation()
+        documents = int(self._conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
+        if self._mirror.in_sync(generation, documents):
+            self._mirror_generation = generation
+            return
+        self._mirror_generation = None
+        if self.read_only:
+            log.warning("%s: Tantivy index missing or stale, searching with FTS5 until opened writable", self.path)
+            return
+        try:
+            # Under the write lock, so the rows read are exactly the generation recorded.
+            with _transaction(self._conn):
+                rows = self._conn.execute("SELECT url, title, content FROM documents")
+                self._mirror.rebuild(rows, generation, documents)
+            self._mirror_generation = generation
+        except (MirrorError, OSError, ValueError) as exc:
+            log.warning("%s: cannot rebuild the Tantivy index, searching with FTS5 (%s)", self.path, exc)
+
+    def _mirror_op(self, operation: Callable[..., None], *arguments: Any) -> None:
+        self._changed = True
+        if self._mirror_generation is None:
+            return  # stale mirror: rebuilt once the SQLite write has committed
+        try:
+            operation(*arguments)
+        except (MirrorError, OSError, ValueError) as exc:
+            log.warning("%s: Tantivy update failed, will rebuild (%s)", self.path, exc)
+            self._mirror.rollback()
+            self._mirror_generation = None
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One SQLite write transaction, mirrored into Tantivy once SQLite has committed it."""
+        with self._lock, self._guard():
+            self._changed = False
+            try:
+                with _transaction(self._conn):
+                    yield
+                    if self._changed:
+                        generation = self._generation() + 1
+                        self._conn.execute(
+                            "INSERT OR REPLACE INTO evident_meta VALUES ('generation', ?)", (str(generation),)
+                        )
+                        documents = int(self._conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
+            except BaseException:
+                self._mirror.rollback()
+                raise
+            if not self._changed:
+                return
+            if self._mirror_generation is not None:
+                try:
+                    self._mirror.commit(generation, documents)
+                    self._mirror_generation = generation
+                    return
+                except (MirrorError, OSError, ValueError) as exc:
+                    log.warning("%s: Tantivy commit failed, rebuilding (%s)", self.path, exc)
+            self._sync_mirror()
 
     def _require_writable(self) -> None:
         if self.read_only:
@@ -323,6 +327,7 @@ class LocalIndex:
 
     def close(self) -> None:
         with self._lock:
+            self._mirror.close()
             self._conn.close()
 
     def __enter__(self) -> LocalIndex:
@@ -347,17 +352,6 @@ class LocalIndex:
             raise IndexFileError(self.path, f"index is closed ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise IndexFileError(self.path, f"database error ({exc})") from None
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def _origin(root: Path, resolved_root: Path, file: Path) -> str:

@@ -1,4 +1,4 @@
-"""`LocalIndex.search` ranks on the full-text index first; its results equal the one-query reference, ties included."""
+"""`LocalIndex.search` returns the top k by score, ties broken by URL, equal to an exhaustive reference."""
 
 from __future__ import annotations
 
@@ -6,14 +6,15 @@ import json
 
 import pytest
 
-from evident.connectors.index import _SEARCH_BY_URL, _TIE_MARGIN, LocalIndex, _document
-from evident.connectors.fts_query import fts_match_expression
+from evident.connectors.fts_query import query_terms
+from evident.connectors.index import LocalIndex
+from evident.connectors.tantivy_index import _TIE_MARGIN
 
 
 def reference(index: LocalIndex, query: str, k: int) -> list[tuple[str, float]]:
-    expression = fts_match_expression(query)
-    rows = index._conn.execute(_SEARCH_BY_URL, (expression, k)).fetchall()
-    return [(_document(row).url, float(row[7])) for row in rows]
+    # Every match (the limit exceeds the corpus), then the contract's order: score, then URL.
+    everything = index._mirror.top(query_terms(query), 10_000) if query_terms(query) else []
+    return sorted(everything, key=lambda hit: (-hit[1], hit[0]))[:k]
 
 
 @pytest.fixture(scope="module")
