@@ -73,17 +73,16 @@ class _Counts:
     """Counts of the pending passages' units in each document, via one Aho–Corasick automaton.
 
     The automaton holds every n-gram (and short segment) of every passage still undecided, so each
-    document's token string is scanned once in C, whatever the number of passages.
+    document's token string is scanned once in compiled code, whatever the number of passages.
+    Overlapping matches are reported, so a unit repeated in a document is counted every time.
     """
 
     def __init__(self, units: Iterable[str], index: Any,
                  passages: Mapping[int, PassageUnits] | None = None) -> None:
-        import ahocorasick
+        import ahocorasick_rs
 
-        self._automaton = ahocorasick.Automaton()
-        for u in set(units):
-            self._automaton.add_word(u, u)
-        self._automaton.make_automaton()
+        self._patterns = sorted(set(units))
+        self._automaton = ahocorasick_rs.AhoCorasick(self._patterns)
         self._index = index
         self._cache: dict[int, dict[str, int]] = {}
         # unit -> [(passage key, multiplicity in that passage)]: overlaps of every passage with a
@@ -99,7 +98,8 @@ class _Counts:
     def __call__(self, doc: int) -> dict[str, int]:
         found = self._cache.get(doc)
         if found is None:
-            found = Counter(v for _, v in self._automaton.iter(self._index(doc).tstring))
+            matches = self._automaton.find_matches_as_indexes(self._index(doc).tstring, overlapping=True)
+            found = Counter(self._patterns[i] for i, _, _ in matches)
             self._cache[doc] = found
         return found
 
