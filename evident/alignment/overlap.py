@@ -25,7 +25,11 @@ def overlap_n(passage: str, document: str, n: int = 5) -> float:
     """The reference definition, computed the obvious way (used by tests and the benchmark)."""
     if n < 1:
         raise ValueError("n must be >= 1")
-    p, d = words(passage), words(document)
+    return overlap_tokens(words(passage), words(document), n)
+
+
+def overlap_tokens(p: list[str], d: list[str], n: int) -> float:
+    """`overlap_n` on token lists already normalised."""
     if not p:
         return 0.0
     if len(p) < n:

@@ -10,16 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evident.alignment.overlap import ngrams
-from evident.alignment.tokenize import token_string, words
-
-
-def _overlap(p: list[str], d: list[str], n: int) -> float:
-    if not p:
-        return 0.0
-    if len(p) < n:
-        return 1.0 if token_string(p) in token_string(d) else 0.0
-    gp, gd = ngrams(p, n), ngrams(d, n)
-    return sum(min(c, gd[g]) for g, c in gp.items()) / sum(gp.values())
+from evident.alignment.overlap import overlap_tokens as _overlap
+from evident.alignment.tokenize import words
 
 
 def align_reference(

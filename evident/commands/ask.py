@@ -71,10 +71,23 @@ def _invoke(graph: Any, ctx: Any, query: str, principal: dict[str, Any] | None =
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
 
 
+def citations_table(citations: list[dict[str, Any]]) -> Any:
+    """Each citation's URL, character spans and the exact source text (document text escaped)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="Citations", show_lines=True, expand=False)
+    for col in ("#", "url", "spans", "source text"):
+        table.add_column(col, overflow="fold")
+    for i, c in enumerate(citations, 1):
+        spans = ", ".join(f"[{s}:{e}]" for s, e in c["spans"])
+        table.add_row(str(i), escape(c["url"]), escape(spans), escape(c["quote"]))
+    return table
+
+
 def _print_human(res: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     out = Console(highlight=False, soft_wrap=True)
     out.print(f"[bold]Q:[/] {escape(res['query'])}")
@@ -87,13 +100,7 @@ def _print_human(res: dict[str, Any]) -> None:
     out.print(escape(res["answer"]))
     if res["citations"]:
         out.print()
-        table = Table(title="Citations", show_lines=True, expand=False)
-        for col in ("#", "url", "spans", "source text"):
-            table.add_column(col, overflow="fold")
-        for i, c in enumerate(res["citations"], 1):
-            spans = ", ".join(f"[{s}:{e}]" for s, e in c["spans"])
-            table.add_row(str(i), escape(c["url"]), escape(spans), escape(c["quote"]))
-        out.print(table)
+        out.print(citations_table(res["citations"]))
     times = res.get("timings_ms") or {}
     if times:
         out.print(f"[dim]{' · '.join(f'{k} {v:.0f} ms' for k, v in times.items())}[/]")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from evident.commands.ask import ERROR_EXIT, result_json
+from evident.commands.ask import ERROR_EXIT, citations_table, result_json
 from evident.commands.common import print_json
 from evident.tracing import describe, summarize
 
@@ -83,7 +83,6 @@ def run_stream(graph: Any, ctx: Any, question: str, principal: dict[str, Any] | 
 def _print_final(res: dict[str, Any], draft: str) -> None:
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Console(highlight=False, soft_wrap=True)
@@ -102,10 +101,4 @@ def _print_final(res: dict[str, Any], draft: str) -> None:
     for e in res["source_errors"] + res["model_errors"]:
         err.print(f"[yellow]warning:[/] {escape(e['source'])}: {escape(e['message'])}")
     if res["citations"]:
-        table = Table(title="Citations", show_lines=True, expand=False)
-        for col in ("#", "url", "spans", "source text"):
-            table.add_column(col, overflow="fold")
-        for i, c in enumerate(res["citations"], 1):
-            spans = ", ".join(f"[{s}:{e}]" for s, e in c["spans"])
-            table.add_row(str(i), escape(c["url"]), escape(spans), escape(c["quote"]))
-        out.print(table)
+        out.print(citations_table(res["citations"]))
