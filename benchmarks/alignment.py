@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
-import platform
 import random
 import statistics
 import sys
@@ -40,6 +38,7 @@ from typing import Any
 
 from evident.alignment import IndexCache, align
 from evident.alignment.reference import align_reference
+from machine_info import describe  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 FUNCTION_WORDS = (
     "the of and to a in is that for it as was with be by on not he this are or his from at which "
@@ -272,17 +271,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()} ({platform.python_implementation()})")
+    return describe()
 
 
 def main(argv: list[str] | None = None) -> int:

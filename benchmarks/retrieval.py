@@ -23,8 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import random
 import re
 import sqlite3
@@ -33,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from machine_info import describe  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -44,16 +43,7 @@ _NAME = re.compile(r"\b(" + "|".join(NAMES) + r")\b")
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"{cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}")
+    return describe(f"SQLite {sqlite3.sqlite_version}")
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -38,20 +36,13 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from tests.e2e import dev_server  # noqa: E402
+from machine_info import describe  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 EXAMPLES = ROOT / "examples"
 
 
 def machine() -> str:
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu or 'unknown CPU'}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
+    return describe()
 
 
 def percentile(values: list[float], q: float) -> float:
