@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 QUESTION ?= How many days do I have to submit an expense report after a trip?
 
-.PHONY: demo test serve install install-dev install-serve clean
+.PHONY: demo test serve install install-dev install-serve clean eval-report
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -41,6 +41,10 @@ HOST ?= 127.0.0.1
 PORT ?= 2024
 serve: install-serve
 	$(BIN)/evident serve --host $(HOST) --port $(PORT)
+
+# docs/evaluation.md's measured part and docs/img/: `evident eval` offline on doc2dial-qa and the examples.
+eval-report: install
+	$(BIN)/python benchmarks/eval_report.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .langgraph_api

@@ -7,16 +7,20 @@ Framework-free, so the verify and postprocess nodes stay thin and this logic is 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from evident.alignment import AlignmentDecision, IndexCache, SourceDocument, align, overlap_n, quote_of
 from evident.models import Citation
 
-# A citation is a bracketed absolute URL ("[https://…]", "[file:///…]"); Markdown links such as
-# "[Home](…)" are not citations because their bracket holds no scheme.
+# A bracketed absolute URL ("[https://…]", "[file:///…]") is a citation even when no retrieved
+# document has it: a model that invents one must see it removed by verify, not left in the text.
 CITATION = re.compile(r"\[\s*([a-zA-Z][a-zA-Z0-9+.-]*:[^\]\s]+)\s*\]")
+# Any bracketed token without whitespace; it is a citation when it is one of the query's document
+# ids (`[KB-1042]`, `[hr/leave.md]`) or an absolute URL, so "[Home]" or "[1]" stay text.
+BRACKETED = re.compile(r"\[\s*([^\[\]\s]+)\s*\]")
+_ABSOLUTE = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:[^\]\s]+")
 BULLET = re.compile(r"^(\s*(?:[-*•]|\d{1,3}[.)])\s+)")
 PREFACE = "The documentation does not explicitly state"
 
@@ -34,7 +38,25 @@ class Line:
     units: list[Unit]
 
 
-def parse_answer(text: str) -> list[Line]:
+def is_citation(token: str, known: Collection[str] = ()) -> bool:
+    """Whether a bracketed `token` cites a document: one of the `known` ids of this query (the
+    retrieved and verified documents' urls, whatever their form) or an absolute URL."""
+    return token in known or _ABSOLUTE.fullmatch(token) is not None
+
+
+def known_ids(*groups: Iterable[Any]) -> frozenset[str]:
+    """The document ids (`url` fields) of the given passages, decisions or documents (models or their JSON)."""
+    urls = (item.get("url") if isinstance(item, Mapping) else getattr(item, "url", None) for g in groups for item in g)
+    return frozenset(u for u in urls if isinstance(u, str) and u)
+
+
+def citations_in(text: str, known: Collection[str] = ()) -> list[str]:
+    """The cited document ids of `text` in order of appearance (repeats kept)."""
+    return [m.group(1) for m in BRACKETED.finditer(text) if is_citation(m.group(1), known)]
+
+
+def parse_answer(text: str, known: Collection[str] = ()) -> list[Line]:
+    """Lines of cited units; `[x]` is a citation when `is_citation(x, known)`, otherwise text."""
     lines: list[Line] = []
     for raw in text.splitlines():
         if not raw.strip():
@@ -47,7 +69,9 @@ def parse_answer(text: str) -> list[Line]:
         units: list[Unit] = []
         pos = 0
         current: Unit | None = None
-        for cm in CITATION.finditer(body):
+        for cm in BRACKETED.finditer(body):
+            if not is_citation(cm.group(1), known):
+                continue
             between = body[pos:cm.start()]
             if current is not None and not between.strip():
                 current.urls.append(cm.group(1))

@@ -56,6 +56,18 @@ def index(
     only: Annotated[
         Optional[list[str]], typer.Option("--source", help="With --config: only this source (repeatable).")
     ] = None,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="Build the index from scratch and replace it (a damaged index file).")
+    ] = False,
+    follow_symlinks: Annotated[
+        Optional[bool], typer.Option("--follow-symlinks", help="Index files linked from outside the corpus folders.")
+    ] = None,
+    max_file_mb: Annotated[
+        Optional[float], typer.Option("--max-file-mb", min=0.001, help="Skip larger files (default 20).")
+    ] = None,
+    section_chars: Annotated[
+        Optional[int], typer.Option("--section-chars", min=1000, help="Index longer documents as sections.")
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Build or refresh the embedded search index (only changed files are re-read)."""
@@ -68,7 +80,8 @@ def index(
         raise typer.Exit(run_index(config, only or [], json_out))
     from evident.commands.index import run
 
-    raise typer.Exit(run(sources or [], index_path, json_out))
+    raise typer.Exit(run(sources or [], index_path, json_out, rebuild=rebuild, follow_symlinks=follow_symlinks,
+                         max_file_mb=max_file_mb, section_chars=section_chars))
 
 
 @app.command()
@@ -124,13 +137,49 @@ def serve(
     langgraph_config: Annotated[
         Optional[Path], typer.Option("--langgraph-config", help="langgraph.json to serve (default: the project's).")
     ] = None,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="Serve a non-loopback --host without authentication (everyone is anonymous).")] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Serve the graph with the LangGraph API server (`langgraph dev`), offline: Studio API, /health, /version."""
     from evident.commands.serve import run
 
     raise typer.Exit(run(host=host, port=port, reload=reload, jobs=jobs, config=config, corpus=corpus,
-                         langgraph_config=langgraph_config, json_out=json_out))
+                         langgraph_config=langgraph_config, json_out=json_out, insecure=insecure))
+
+
+@app.command(name="eval")
+def eval_(
+    dataset: Annotated[
+        Path, typer.Option("--dataset", help="JSONL of {id, query, answerable?, gold_urls, gold_evidence?, answer?}.")
+    ],
+    corpus: Annotated[
+        Optional[list[Path]], typer.Option("--corpus", help="Corpus folder or JSONL (repeatable).")
+    ] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", help="evident.toml settings file.")] = None,
+    method: Annotated[
+        Optional[list[str]], typer.Option("--method", help="evident, pilot, direct, ges, bm25 or all (repeatable).")
+    ] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N questions.")] = None,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", help="Folder for report.md, results.json, plots and the resumable cache.")
+    ] = None,
+    ablation: Annotated[
+        bool, typer.Option("--ablation", help="Also sweep n and t over the recorded extractions (paper Table 7).")
+    ] = False,
+    judge: Annotated[
+        bool, typer.Option("--judge", help="Also ask the model whether each cited source entails its sentence.")
+    ] = False,
+    jobs: Annotated[
+        Optional[int], typer.Option("--jobs", help="Questions run at once (default: 4 with a model, else 1).")
+    ] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Measure EvidenT and the paper's baselines on a question file, with confidence intervals and tests."""
+    from evident.commands.eval import run
+
+    raise typer.Exit(run(dataset=dataset, corpus=corpus, config=config, methods=method or ["all"], limit=limit,
+                         out=out, json_out=json_out, ablation=ablation, judge=judge, jobs=jobs))
 
 
 def main() -> None:

@@ -3,16 +3,20 @@
 Precedence, lowest first: built-in defaults, `evident.toml` (path in `EVIDENT_CONFIG`, else
 `./evident.toml` when present), environment variables, then explicit arguments / the context
 passed to `graph.invoke(..., context=...)`.
+
+A served request is not the owner: it may set only the `RequestSettings` below (bounded, harmless);
+sources, paths, models, endpoints, keys and limits come from the deployment alone (docs/security.md).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 # The bundled example corpus, when running from a source checkout (what `langgraph dev` does).
@@ -72,6 +76,13 @@ class EvidentContext(BaseModel):
     k: int = Field(8, ge=1, description="Documents asked from each source.")
     top_n: int = Field(8, ge=1, description="Documents kept after fusion.")
     retrieve_timeout_s: float = Field(15.0, gt=0)
+    follow_symlinks: bool = Field(
+        False, description="Index files reached through symbolic links that leave a corpus folder."
+    )
+    max_file_mb: float = Field(20.0, gt=0, description="Corpus files (JSONL: lines) larger than this are skipped.")
+    section_chars: int = Field(
+        100_000, ge=1000, description="Documents longer than this are indexed as sections (url#section-N)."
+    )
     sources: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Federated sources ([[sources]] in evident.toml; see docs/sources.md). "
@@ -124,6 +135,139 @@ class EvidentContext(BaseModel):
             raise ConfigError(f"invalid setting {where}: {first['msg']}") from None
 
 
+_toml_lock = threading.Lock()
+_toml_cache: dict[str | None, dict[str, Any] | ConfigError] = {}
+
+
+def file_defaults() -> dict[str, Any]:
+    """The settings of `evident.toml` (or `EVIDENT_CONFIG`), read once per config path.
+
+    Cached because a dict context is turned into `ContextWithDefaults` inside the LangGraph
+    server's event loop, where reading a file is a blocking call the dev server refuses. A broken
+    file is reported by every query that needs it, not at import.
+    """
+    key = os.environ.get("EVIDENT_CONFIG")
+    with _toml_lock:
+        found = _toml_cache.get(key)
+        if found is None:
+            try:
+                found = file_settings(None)
+            except ConfigError as exc:
+                found = exc
+            _toml_cache[key] = found
+    if isinstance(found, ConfigError):
+        raise found
+    return found
+
+
+class ContextWithDefaults(EvidentContext):
+    """`EvidentContext` whose unset fields come from `evident.toml` and the environment.
+
+    LangGraph builds the run's context from a dict with `context_schema(**dict)`; that is how the
+    LangGraph server hands over every request's `context` (an empty one included). Plain
+    `EvidentContext(**dict)` would serve built-in defaults and ignore the deployment's
+    `EVIDENT_MODEL`, `EVIDENT_CORPUS`, `evident.toml`, ...; this keeps the precedence of
+    `EvidentContext.from_env`: defaults < evident.toml < environment < the given values.
+    `requested` keeps the given values, so that a served run can tell what its request asked for.
+    Its JSON schema, which the LangGraph server publishes (and filters requests by), is the
+    `RequestSettings`: what a request may set.
+    """
+
+    model_config = ConfigDict(title="EvidentContext")
+    _requested: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    def __init__(self, **data: Any) -> None:
+        given = {k: v for k, v in data.items() if v is not None}
+        try:
+            super().__init__(**{**file_defaults(), **environment_settings(), **given})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "settings"
+            raise ConfigError(f"invalid setting {where}: {first['msg']}") from None
+        self._requested = given
+
+    @property
+    def requested(self) -> dict[str, Any]:
+        return dict(self._requested)
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return RequestSettings.model_json_schema(*args, **kwargs)
+
+
+class RequestSettings(BaseModel):
+    """What a served request (run `context` or `config.configurable`, an assistant's context or
+    config) may set for its own run. Each value is bounded so that no request can make the server
+    do unbounded work; everything else is the deployment's (`evident.toml`, environment)."""
+
+    model_config = ConfigDict(extra="forbid", title="EvidentContext")
+
+    top_n: int = Field(8, ge=1, le=50, description="Documents kept after fusion (at most 50).")
+    k: int = Field(8, ge=1, le=50, description="Documents asked from each source (at most 50).")
+    ngram_n: int = Field(5, ge=1, le=12, description="n of the n-gram overlap of alignment (1-12).")
+    threshold: float = Field(0.7, ge=0.0, le=1.0, description="Overlap a passage needs to be kept.")
+    drift: Literal["extended", "paper"] = Field("extended", description="Citation drift rule.")
+    bridge: int = Field(2, ge=0, le=8, description="Tokens a truncated quote may bridge (0-8).")
+    unsupported: Literal["remove", "flag"] = Field("remove", description="What verify does with an unsupported sentence.")
+    sentence_threshold: float = Field(0.8, ge=0.0, le=1.0, description="Support a model-written sentence needs.")
+    max_passages: int = Field(6, ge=1, le=20, description="Passages the offline engine keeps (at most 20).")
+
+
+REQUEST_SETTINGS = frozenset(RequestSettings.model_fields)
+
+# Keys the LangGraph server itself puts into `configurable` (ids, headers, tracing): not settings.
+_SERVER_KEYS = frozenset({"thread_id", "run_id", "assistant_id", "graph_id", "user_id", "cron_id",
+                          "checkpoint_id", "checkpoint_ns", "checkpoint_map", "user-agent"})
+_SERVER_PREFIXES = ("langgraph_", "__", "x-", "langsmith")
+
+
+class RequestSettingsError(ConfigError):
+    """A request named a setting it may not set (`status` 403) or gave an out-of-bounds value (422)."""
+
+    def __init__(self, setting: str, message: str, status: int) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.status = status
+
+
+def split_request_settings(values: Any) -> tuple[dict[str, Any], list[RequestSettingsError]]:
+    """A request's settings: the accepted ones, and one error per refused setting (in name order).
+
+    `None` values count as not given (forms send them for every field); the LangGraph server's
+    own keys are left to it."""
+    if values is None:
+        return {}, []
+    if not isinstance(values, dict):
+        return {}, [RequestSettingsError("context", "the request's settings must be an object", 422)]
+    errors = [RequestSettingsError(str(k), f"setting {str(k)!r} may not be set by a request: the server "
+                                   "sets it from authentication", 403)
+              for k in values if str(k).startswith("langgraph_auth")]
+    given = {str(k): v for k, v in values.items() if v is not None
+             and str(k) not in _SERVER_KEYS and not str(k).startswith(_SERVER_PREFIXES)}
+    for name in sorted(set(given) - REQUEST_SETTINGS):
+        errors.append(RequestSettingsError(
+            name, f"setting {name!r} may not be set by a request: it comes from the deployment "
+            f"(evident.toml, environment); a request may set only {', '.join(sorted(REQUEST_SETTINGS))}", 403))
+    allowed = {k: v for k, v in given.items() if k in REQUEST_SETTINGS}
+    try:
+        RequestSettings.model_validate(allowed)
+    except ValidationError as exc:
+        for err in exc.errors():
+            name = str(err["loc"][0]) if err["loc"] else "context"
+            errors.append(RequestSettingsError(name, f"setting {name!r} of the request: {err['msg']}", 422))
+            allowed.pop(name, None)
+    errors.sort(key=lambda e: e.setting)
+    return allowed, errors
+
+
+def check_request_settings(values: Any) -> dict[str, Any]:
+    """The request's settings if every one is allowed and in bounds; else the first problem, raised."""
+    allowed, errors = split_request_settings(values)
+    if errors:
+        raise errors[0]
+    return allowed
+
+
 _ENV = {
     "EVIDENT_MODEL": "model",
     "OPENAI_BASE_URL": "base_url",
@@ -160,20 +304,34 @@ def environment_settings() -> dict[str, Any]:
     return out
 
 
-def file_settings(config: str | Path | None) -> dict[str, Any]:
+# The [server] section of evident.toml configures `evident serve` (evident/web/settings.py), not a query.
+SERVER_SECTION = "server"
+
+
+def read_config_file(config: str | Path | None) -> tuple[Path, dict[str, Any]] | None:
+    """The parsed evident.toml (`config`, else `EVIDENT_CONFIG`, else ./evident.toml when present)."""
     explicit = config is not None or "EVIDENT_CONFIG" in os.environ
     path = Path(config or os.environ.get("EVIDENT_CONFIG") or "evident.toml")
     if not path.exists():
         if explicit:
             raise ConfigError(f"{path}: config file not found")
-        return {}
+        return None
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return path, tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
+
+
+def file_settings(config: str | Path | None) -> dict[str, Any]:
+    found = read_config_file(config)
+    if found is None:
+        return {}
+    path, data = found
     # Accept both a flat file and the sections the README documents.
     flat: dict[str, Any] = {}
     for key, value in data.items():
+        if key == SERVER_SECTION:
+            continue
         if isinstance(value, dict) and key in {"model", "alignment", "retrieval", "output"}:
             names = _MODEL_KEYS if key == "model" else {}
             flat.update({names.get(k, k): v for k, v in value.items()})

@@ -6,7 +6,9 @@ node's run when a tracer is listening (evident/graph/instrument.py); `evident as
 `describe(...)` of the same summaries as progress lines.
 
 Everything here reads only what the node returned or was given, which is always after the
-permission filter of `retrieve`: a document the caller may not see cannot appear in a summary.
+permission filter of `retrieve`: a document the caller may not see cannot appear in a summary, nor
+can their number (the stream shows summaries to the caller); `retrieve` adds that count to its own
+trace run (`acl_dropped`, `denied_by_source`).
 Summaries carry counts, URLs, scores and spans; the text of documents and passages stays in the
 runs' inputs and outputs, where LangSmith already shows it.
 
@@ -19,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from evident.answer import CITATION, parse_answer, units_of
+from evident.answer import citations_in, known_ids, parse_answer, units_of
 
 NODES = ("retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify", "postprocess")
 ACTIONS = ("kept", "truncated", "relinked", "dropped")
@@ -64,13 +66,12 @@ def _retrieve(update: Mapping[str, Any], **_: Any) -> Summary:
     out: Summary = {
         "documents": len(docs),
         "documents_by_source": dict(Counter(str(_get(d, "source", "")) for d in docs)),
-        "acl_dropped": int(update.get("acl_dropped") or 0),
         "source_errors": errors,
     }
     if runs:
         out["sources"] = [
             {"source": str(_get(r, "source", "")), "status": str(_get(r, "status", "")),
-             "documents": int(_get(r, "documents", 0) or 0), "denied": int(_get(r, "denied", 0) or 0),
+             "documents": int(_get(r, "documents", 0) or 0),
              "latency_ms": round(float(_get(r, "latency_ms", 0.0) or 0.0), 2)}
             for r in runs
         ]
@@ -164,15 +165,20 @@ def _insufficient(update: Mapping[str, Any], *, state: Mapping[str, Any] | None 
             "answer": str(update.get("draft") or "")}
 
 
-def _answer_shape(draft: str) -> tuple[int, list[str]]:
-    units = [u for u in units_of(parse_answer(draft)) if u.text]
-    return len(units), list(dict.fromkeys(CITATION.findall(draft)))
+def _known(state: Mapping[str, Any] | None) -> frozenset[str]:
+    """The query's document ids: a citation is recognised by being one of them (evident.answer)."""
+    return known_ids(_items(state, "verified"), _items(state, "documents"))
 
 
-def _generate(update: Mapping[str, Any], *, model: str | None = None,
+def _answer_shape(draft: str, known: frozenset[str] = frozenset()) -> tuple[int, list[str]]:
+    units = [u for u in units_of(parse_answer(draft, known)) if u.text]
+    return len(units), list(dict.fromkeys(citations_in(draft, known)))
+
+
+def _generate(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None, model: str | None = None,
               usage: Mapping[str, int] | None = None, **_: Any) -> Summary:
     by = str(update.get("generated_by") or "")
-    sentences, urls = _answer_shape(str(update.get("draft") or ""))
+    sentences, urls = _answer_shape(str(update.get("draft") or ""), _known(state))
     return {"generated_by": by, "model": model if by == "model" or update.get("model_errors") else None,
             "sentences": sentences, "cited_urls": urls, "tokens": _usage(usage),
             "model_errors": _errors(_items(update, "model_errors"))}
@@ -183,8 +189,9 @@ def _verify(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None
     touched = [str(s) for s in _items(update, "removed_sentences")]
     flag = settings is not None and settings.unsupported == "flag"
     draft = str((state or {}).get("draft") or "")
-    before = {u.text: list(dict.fromkeys(u.urls)) for u in units_of(parse_answer(draft))}
-    after = [u for u in units_of(parse_answer(str(update.get("draft") or ""))) if u.text]
+    known = _known(state)
+    before = {u.text: list(dict.fromkeys(u.urls)) for u in units_of(parse_answer(draft, known))}
+    after = [u for u in units_of(parse_answer(str(update.get("draft") or ""), known)) if u.text]
     repaired = sum(1 for u in after if u.text in before and before[u.text] != list(dict.fromkeys(u.urls)))
     return {
         "sentences_kept": len(after) - (len(touched) if flag else 0),
@@ -261,8 +268,6 @@ def describe(node: str, summary: Mapping[str, Any]) -> str:
             return f"retrieve: error: {s['error']}"
         sources = s.get("sources") or [{"source": k} for k in s.get("documents_by_source", {})]
         line = f"retrieve: {_plural(int(s.get('documents', 0)), 'document')} from {_plural(len(sources), 'source')}"
-        if s.get("acl_dropped"):
-            line += f", {s['acl_dropped']} hidden by permissions"
         if s.get("source_errors"):
             line += ", failed: " + ", ".join(e["source"] for e in s["source_errors"])
     elif node == "extract_batch":

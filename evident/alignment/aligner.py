@@ -11,16 +11,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
 from evident.alignment.cache import DEFAULT_CACHE, IndexCache
-from evident.alignment.models import AlignmentDecision, Passage, SourceDocument
-from evident.alignment.overlap import ELLIPSIS, PassageUnits, passage_units
-from evident.alignment.spans import (
-    Piece,
-    choose_occurrences,
-    covered_runs,
-    merge_pieces,
-    occurrences,
-    pieces_of_run,
-)
+from evident.alignment.models import AlignmentDecision, Passage, SourceDocument, Substitution
+from evident.alignment.overlap import PassageUnits, passage_units
+from evident.alignment.quote import Quote, build_quote, edge_punctuation, extend_span
+from evident.alignment.spans import occurrences
 from evident.alignment.tokenize import DocumentIndex
 
 DriftMode = Literal["extended", "paper"]
@@ -115,73 +109,11 @@ class _Counts:
         return found
 
 
-def _edge_punctuation(content: str, units: PassageUnits) -> list[tuple[str, str]]:
-    """Per segment: the punctuation the passage has before its first and after its last token.
-
-    A span ends at a word; if the passage also copied the sentence's closing period or opening
-    quote and the source has exactly those characters there, the span takes them in.
-    """
-    cuts = [(m.start(), m.end()) for m in ELLIPSIS.finditer(content)]
-    out: list[tuple[str, str]] = []
-    toks = units.tokens
-    for seg in units.segments:
-        first, last = seg.first, seg.first + len(seg.tokens) - 1
-        s, e = toks.starts[first], toks.ends[last]
-        lo = max([c_end for _, c_end in cuts if c_end <= s], default=0)
-        hi = min([c_start for c_start, _ in cuts if c_start >= e], default=len(content))
-        out.append((content[lo:s].strip(), content[e:hi].strip()))
-    return out
-
-
-def _extend(text: str, span: tuple[int, int], lead: str, trail: str) -> tuple[int, int]:
-    start, end = span
-    if lead and text[max(0, start - len(lead)) : start] == lead:
-        start -= len(lead)
-    if trail and text[end : end + len(trail)] == trail:
-        end += len(trail)
-    return start, end
-
-
 def supported_spans(
     content: str, units: PassageUnits, doc: DocumentIndex, counts: Mapping[str, int], bridge: int
 ) -> list[tuple[int, int]]:
-    """Character spans of `doc.text` holding the passage's supported text, in passage order."""
-    avail = dict(counts)
-    pieces: list[Piece] = []
-    seg_of: list[int] = []
-    for si, seg in enumerate(units.segments):
-        for run in covered_runs(units, seg, avail):
-            for piece in pieces_of_run(doc, seg, run, units.n):
-                if piece.candidates:
-                    pieces.append(piece)
-                    seg_of.append(si)
-    if not pieces:
-        return []
-    starts = choose_occurrences(pieces)
-    edges = _edge_punctuation(content, units)
-    spans: list[tuple[int, int]] = []
-    for si, seg in enumerate(units.segments):
-        mine = [(p, s) for p, s, k in zip(pieces, starts, seg_of) if k == si]
-        if not mine:
-            continue
-        merged = merge_pieces([p for p, _ in mine], [s for _, s in mine], bridge)
-        lead, trail = edges[si]
-        for d_first, d_last, p_first, p_last in merged:
-            span = doc.span(d_first, d_last)
-            span = _extend(
-                doc.text,
-                span,
-                lead if p_first == 0 else "",
-                trail if p_last == len(seg.tokens) else "",
-            )
-            # Merge only a forward continuation (adjacent, or touching through the punctuation
-            # taken in); a piece found *before* the previous one stays its own span, or the
-            # quote would present the source's order as the passage's.
-            if spans and spans[-1][0] <= span[0] <= spans[-1][1]:
-                spans[-1] = (spans[-1][0], max(spans[-1][1], span[1]))
-            else:
-                spans.append(span)
-    return spans
+    """Character spans of `doc.text` holding the passage's quote, in source order."""
+    return build_quote(content, units, doc, dict(counts), bridge).spans
 
 
 def align(
@@ -230,12 +162,13 @@ def align(
         return found if found is not None else by_key.get(_url_key(url))
 
     def decision(p: Passage, action: str, doc: int | None, overlap: float, final: float,
-                 spans: list[tuple[int, int]], reason: str) -> AlignmentDecision:
-        url = docs[doc].url if doc is not None else ""
-        quote = quote_of(docs[doc].content, spans) if doc is not None else ""
+                 quote: Quote | None, reason: str) -> AlignmentDecision:
+        spans = quote.spans if quote is not None and doc is not None else []
         return AlignmentDecision(
-            passage_id=p.passage_id, action=action, url=url, original_url=p.url,  # type: ignore[arg-type]
-            overlap=round(overlap, 6), final_overlap=round(final, 6), spans=spans, quote=quote,
+            passage_id=p.passage_id, action=action, url=docs[doc].url if doc is not None else "",  # type: ignore[arg-type]
+            original_url=p.url, overlap=round(overlap, 6), final_overlap=round(final, 6), spans=spans,
+            quote=quote_of(docs[doc].content, spans) if doc is not None else "",
+            substitutions=quote.substitutions if quote is not None and doc is not None else [],
             reason=reason, content=p.content,
         )
 
@@ -244,7 +177,7 @@ def align(
     pending: list[int] = []
     for k, (p, u) in enumerate(zip(ps, units)):
         if not u.total:
-            results[k] = decision(p, "dropped", None, 0.0, 0.0, [], "the passage has no words")
+            results[k] = decision(p, "dropped", None, 0.0, 0.0, None, "the passage has no words")
             continue
         c = cited(p.url)
         if c is not None and len(u.segments) == 1 and threshold < 1.0:
@@ -255,52 +188,84 @@ def align(
             occ = occurrences(doc, u.segments[0].tstring, limit=1)
             if occ:
                 seg = u.segments[0]
-                lead, trail = _edge_punctuation(p.content, u)[0]
-                span = _extend(doc.text, doc.span(occ[0], occ[0] + len(seg.tokens)), lead, trail)
-                results[k] = decision(p, "kept", c, 1.0, 1.0, [span], "verbatim in the cited document")
+                lead, trail = edge_punctuation(p.content, u)[0]
+                span = extend_span(doc.text, doc.span(occ[0], occ[0] + len(seg.tokens)), lead, trail)
+                results[k] = decision(p, "kept", c, 1.0, 1.0, Quote([span], [], True),
+                                      "verbatim in the cited document")
                 continue
         pending.append(k)
 
     if pending:
         counts = _Counts((x for k in pending for x in units[k].units), index,
                          {k: units[k] for k in pending})
+        cited_of = {k: cited(ps[k].url) for k in pending}
+        cited_ov = {k: (counts.overlaps(c).get(k, 0.0) if c is not None else 0.0) for k, c in cited_of.items()}
+        # Drift search, document by document: each document's overlaps come in one pass over the
+        # units found in it, so the cost follows the matches, not passages x documents.
+        searching = {k for k, ov in cited_ov.items()
+                     if ov <= threshold and (drift == "extended" or ov == 0.0)}
+        best: dict[int, tuple[float, int]] = {}
+        if searching:
+            for i in range(len(docs)):
+                if i != by_url.get(docs[i].url):  # a later document with the same URL is never used
+                    continue
+                for k, ov in counts.overlaps(i).items():
+                    if k in searching and i != cited_of[k] and ov > threshold and ov > best.get(k, (0.0, 0))[0]:
+                        best[k] = (ov, i)
         for k in pending:
-            p, u = ps[k], units[k]
-            c = cited(p.url)
-            ov_c = counts.overlaps(c).get(k, 0.0) if c is not None else 0.0
+            p, u, c, ov_c = ps[k], units[k], cited_of[k], cited_ov[k]
             where = "the cited document" if c is not None else "the cited URL (not retrieved)"
-            if ov_c > threshold:
-                spans = supported_spans(p.content, u, index(c), counts(c), bridge)  # type: ignore[arg-type]
-                results[k] = decision(p, "kept", c, ov_c, ov_c, spans,
-                                      f"overlap {ov_c:.2f} > {threshold} with the cited document")
-                continue
-            best, best_ov = None, threshold
-            if drift == "extended" or ov_c == 0.0:
-                for i in range(len(docs)):
-                    if i == c or (i != by_url.get(docs[i].url)):
-                        continue
-                    ov = counts.overlaps(i).get(k, 0.0)
-                    if ov > best_ov:
-                        best, best_ov = i, ov
-            if best is not None:
-                spans = supported_spans(p.content, u, index(best), counts(best), bridge)
+            if k in best:
+                ov, i = best[k]
+                q = build_quote(p.content, u, index(i), counts(i), bridge)
                 results[k] = decision(
-                    p, "relinked", best, ov_c, best_ov, spans,
-                    f"citation drift: overlap {ov_c:.2f} with {where}, {best_ov:.2f} with {docs[best].url}",
+                    p, "relinked", i, ov_c, ov, q,
+                    f"citation drift: overlap {ov_c:.2f} with {where}, {ov:.2f} with {docs[i].url}"
+                    + _describe(q),
                 )
-            elif ov_c > 0.0:
-                spans = supported_spans(p.content, u, index(c), counts(c), bridge)  # type: ignore[arg-type]
-                results[k] = decision(p, "truncated", c, ov_c, ov_c, spans,
-                                      f"overlap {ov_c:.2f} <= {threshold}: only the supported part kept")
+            elif c is not None and ov_c > 0.0:
+                q = build_quote(p.content, u, index(c), counts(c), bridge)
+                results[k] = decision(p, _classify(q, ov_c, threshold), c, ov_c, ov_c, q, "")
             else:
-                results[k] = decision(p, "dropped", None, 0.0, 0.0, [],
+                results[k] = decision(p, "dropped", None, 0.0, 0.0, None,
                                       f"no retrieved document supports the passage (overlap 0 with {where})")
 
     out: list[AlignmentDecision] = []
-    for k, r in enumerate(results):
+    for r in results:
         assert r is not None
         if r.action != "dropped" and not r.spans:
-            r = r.model_copy(update={"action": "dropped", "url": "", "quote": "",
+            r = r.model_copy(update={"action": "dropped", "url": "", "quote": "", "substitutions": [],
                                      "reason": "no span of the source could be located"})
+        elif not r.reason:
+            r = r.model_copy(update={"reason": _REASONS[r.action].format(ov=r.overlap, t=threshold)
+                                     + _describe_subs(r.substitutions)})
         out.append(r)
     return out
+
+
+_REASONS = {
+    "kept": "overlap {ov:.2f} > {t} with the cited document, and every word of the passage is in the quote",
+    "corrected": "the cited document says this with different words at some places; the quote is the source's text",
+    "truncated": "overlap {ov:.2f}: only the part of the passage the cited document supports is quoted",
+}
+
+
+def _describe_subs(subs: list[Substitution]) -> str:
+    if not subs:
+        return ""
+    return " (" + "; ".join(f"{s.passage or '—'!r} → {s.source or '—'!r}" for s in subs) + ")"
+
+
+def _describe(q: Quote) -> str:
+    if not q.spans:
+        return ""
+    return ("" if q.complete else "; only part of the passage is quoted") + _describe_subs(q.substitutions)
+
+
+def _classify(q: Quote, overlap: float, threshold: float) -> str:
+    """kept, corrected or truncated, for a quote taken from the cited document (docs/alignment.md)."""
+    if q.complete and q.substitutions:
+        return "corrected"
+    if q.complete and overlap > threshold:
+        return "kept"
+    return "truncated"

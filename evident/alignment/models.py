@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Action = Literal["kept", "truncated", "relinked", "dropped"]
+Action = Literal["kept", "corrected", "truncated", "relinked", "dropped"]
+ACTIONS: tuple[Action, ...] = ("kept", "corrected", "truncated", "relinked", "dropped")
 
 
 def content_hash(text: str) -> str:
@@ -64,6 +65,16 @@ class Passage(BaseModel):
         return data
 
 
+class Substitution(BaseModel):
+    """One place where the passage says something other than its source (a number, a name, a negation).
+
+    Either side may be empty: a word the passage added, or one it left out ("not").
+    """
+
+    passage: str = Field(description="what the passage says there")
+    source: str = Field(description="what the source says there (this is what the quote shows)")
+
+
 class AlignmentDecision(BaseModel):
     """What alignment decided for one passage, with the exact source spans that survive."""
 
@@ -75,6 +86,8 @@ class AlignmentDecision(BaseModel):
     final_overlap: float = Field(0.0, description="overlap_n against the final document")
     spans: list[tuple[int, int]] = Field(default_factory=list)
     quote: str = ""
+    substitutions: list[Substitution] = Field(
+        default_factory=list, description="where the passage differs from the quote, in passage order")
     reason: str = ""
     content: str = Field("", description="the passage text as the extractor gave it")
 

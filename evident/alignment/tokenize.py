@@ -129,6 +129,15 @@ class DocumentIndex:
     def tokens(self) -> list[str]:
         return self.tstring.split()
 
+    def tokens_in(self, first: int, last: int) -> list[str]:
+        """Tokens `first` .. `last - 1` (clamped), read from the token string: no full token list."""
+        n = self.n_tokens
+        first, last = max(0, first), min(last, n)
+        if first >= last or self._tpos is None:
+            return []
+        end = int(self._tpos[last]) - 1 if last < n else len(self.tstring) - 1
+        return self.tstring[int(self._tpos[first]) : end].split()
+
 
 _WORD_TABLE = None
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
-from evident.commands.common import fail, print_json, warn
+from evident.commands.common import QueryError, clean_query, fail, log_warnings_to_stderr, print_json, safe_text, warn
 
 ERROR_EXIT = 2
 
@@ -29,7 +28,6 @@ def result_json(state: dict[str, Any], query: str, qid: Any = None) -> dict[str,
         alignment=dump(state.get("alignment")),
         source_errors=dump(state.get("source_errors")),
         source_runs=dump(state.get("source_runs")),
-        acl_dropped=state.get("acl_dropped", 0),
         model_errors=dump(state.get("model_errors")),
         timings_ms=state.get("timings_ms", {}),
     )
@@ -72,7 +70,7 @@ def _invoke(graph: Any, ctx: Any, query: str, principal: dict[str, Any] | None =
 
 
 def citations_table(citations: list[dict[str, Any]]) -> Any:
-    """Each citation's URL, character spans and the exact source text (document text escaped)."""
+    """Each citation's URL, character spans and the exact source text (markup and control characters escaped)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -81,7 +79,7 @@ def citations_table(citations: list[dict[str, Any]]) -> Any:
         table.add_column(col, overflow="fold")
     for i, c in enumerate(citations, 1):
         spans = ", ".join(f"[{s}:{e}]" for s, e in c["spans"])
-        table.add_row(str(i), escape(c["url"]), escape(spans), escape(c["quote"]))
+        table.add_row(str(i), escape(safe_text(c["url"])), escape(spans), escape(safe_text(c["quote"])))
     return table
 
 
@@ -90,14 +88,12 @@ def _print_human(res: dict[str, Any]) -> None:
     from rich.markup import escape
 
     out = Console(highlight=False, soft_wrap=True)
-    out.print(f"[bold]Q:[/] {escape(res['query'])}")
-    out.print(f"[bold]Status:[/] {res['status']}")
-    if res.get("acl_dropped"):
-        out.print(f"[dim]{res['acl_dropped']} retrieved document(s) hidden: you may not see them[/]")
+    out.print(f"[bold]Q:[/] {escape(safe_text(res['query']))}")
+    out.print(f"[bold]Status:[/] {escape(safe_text(res['status']))}")
     for e in res["source_errors"] + res["model_errors"]:
-        out.print(f"[yellow]warning:[/] {escape(e['source'])}: {escape(e['message'])}")
+        out.print(f"[yellow]warning:[/] {escape(safe_text(e['source']))}: {escape(safe_text(e['message']))}")
     out.print()
-    out.print(escape(res["answer"]))
+    out.print(escape(safe_text(res["answer"])))
     if res["citations"]:
         out.print()
         out.print(citations_table(res["citations"]))
@@ -117,7 +113,7 @@ def run(
     principal: dict[str, Any] | None = None,
     stream: bool = False,
 ) -> int:
-    logging.basicConfig(level=logging.WARNING, format="evident: warning: %(message)s")
+    log_warnings_to_stderr()
     if batch is not None and question is not None:
         fail("ask", "give either a QUESTION or --batch FILE, not both")
     if stream and batch is not None:
@@ -126,6 +122,11 @@ def run(
         fail("ask", 'missing QUESTION (evident ask "How do I …?") or --batch FILE')
     if batch is not None and not batch.is_file():
         fail("ask", f"{batch}: no such file")
+    if question is not None:
+        try:
+            question = clean_query(question)
+        except QueryError as exc:
+            fail("ask", str(exc))
     ctx = _context(corpus, config, index)
     from evident.graph import graph
 
@@ -150,11 +151,17 @@ def run(
 def _read_batch(batch: Path) -> list[tuple[int, Any, Any, str | None]]:
     """(line number, id, query, problem) for every non-blank line."""
     try:
-        raw = batch.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = batch.read_bytes()
+    except OSError as exc:
         fail("ask", f"{batch}: cannot read: {exc}")
     items: list[tuple[int, Any, Any, str | None]] = []
-    for no, line in enumerate(raw.splitlines(), 1):
+    # Lines are split as bytes and decoded one by one: one undecodable line is that line's error.
+    for no, data in enumerate(raw.removeprefix(b"\xef\xbb\xbf").splitlines(), 1):
+        try:
+            line = data.decode("utf-8")
+        except UnicodeDecodeError:
+            items.append((no, None, None, f"{batch}:{no}: not valid UTF-8 text"))
+            continue
         if not line.strip():
             continue
         try:
@@ -167,7 +174,10 @@ def _read_batch(batch: Path) -> list[tuple[int, Any, Any, str | None]]:
         elif not isinstance(obj.get("query"), str):
             items.append((no, obj.get("id"), None, f'{batch}:{no}: missing string field "query"'))
         else:
-            items.append((no, obj.get("id", no), obj["query"], None))
+            try:
+                items.append((no, obj.get("id", no), clean_query(obj["query"]), None))
+            except QueryError as exc:
+                items.append((no, obj.get("id"), None, f"{batch}:{no}: {exc}"))
     if not items:
         fail("ask", f"{batch}: no queries (the file is empty)")
     return items
@@ -193,8 +203,8 @@ def _run_batch(graph: Any, ctx: Any, batch: Path, json_out: bool, principal: dic
             if json_out:
                 print_json(res)
             else:
-                bar.console.print(f"{qid} {res['status']}: {res['answer'] or res.get('error', '')}",
-                                  markup=False, highlight=False)
+                line = f"{qid} {res['status']}: {res['answer'] or res.get('error', '')}"
+                bar.console.print(safe_text(line), markup=False, highlight=False)
             bar.advance(task)
     if failures:
         warn("ask", f"{failures} of {len(items)} queries failed")

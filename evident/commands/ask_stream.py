@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 from evident.commands.ask import ERROR_EXIT, citations_table, result_json
-from evident.commands.common import print_json
+from evident.commands.common import print_json, safe_text
 from evident.tracing import describe, summarize
 
 
@@ -59,7 +59,7 @@ def run_stream(graph: Any, ctx: Any, question: str, principal: dict[str, Any] | 
                     if json_out:
                         print_json({"event": "step", "node": node, "summary": summary})
                     else:
-                        print(f"· {describe(node, summary)}", file=sys.stderr, flush=True)
+                        print(f"· {safe_text(describe(node, summary))}", file=sys.stderr, flush=True)
             elif mode == "messages" and _is_answer_token(item):
                 text = _token_text(item[0])
                 if not text:
@@ -68,7 +68,7 @@ def run_stream(graph: Any, ctx: Any, question: str, principal: dict[str, Any] | 
                 if json_out:
                     print_json({"event": "token", "text": text})
                 else:
-                    sys.stdout.write(text)
+                    sys.stdout.write(safe_text(text))
                     sys.stdout.flush()
     except Exception as exc:  # one clear line, as `ask` does, never a traceback
         final = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
@@ -89,16 +89,16 @@ def _print_final(res: dict[str, Any], draft: str) -> None:
     if draft:
         sys.stdout.write("\n")
     if res["status"] == "error":
-        err.print(f"evident ask: {escape(res.get('error') or 'the query failed')}")
+        err.print(f"evident ask: {escape(safe_text(res.get('error') or 'the query failed'))}")
         return
     if draft and not _same(draft, res["answer"]):
         err.print("[dim]· verify changed the draft; the verified answer:[/]")
     if not draft or not _same(draft, res["answer"]):
-        out.print(escape(res["answer"]))
-    err.print(f"[bold]Status:[/] {res['status']}")
+        out.print(escape(safe_text(res["answer"])))
+    err.print(f"[bold]Status:[/] {escape(safe_text(res['status']))}")
     if res.get("acl_dropped"):
         err.print(f"[dim]{res['acl_dropped']} retrieved document(s) hidden: you may not see them[/]")
     for e in res["source_errors"] + res["model_errors"]:
-        err.print(f"[yellow]warning:[/] {escape(e['source'])}: {escape(e['message'])}")
+        err.print(f"[yellow]warning:[/] {escape(safe_text(e['source']))}: {escape(safe_text(e['message']))}")
     if res["citations"]:
         out.print(citations_table(res["citations"]))

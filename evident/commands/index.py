@@ -1,47 +1,69 @@
-"""`evident index SOURCE… [--index PATH]`: build or refresh the embedded search index."""
+"""`evident index SOURCE… [--index PATH] [--rebuild]`: build or refresh the embedded search index."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from evident.commands.common import fail, print_json, warn
+from evident.commands.common import fail, log_warnings_to_stderr, print_json, warn
 
 
-def run(sources: list[Path], index_path: Path | None, json_out: bool) -> int:
+def run(
+    sources: list[Path],
+    index_path: Path | None,
+    json_out: bool,
+    *,
+    rebuild: bool = False,
+    follow_symlinks: bool | None = None,
+    max_file_mb: float | None = None,
+    section_chars: int | None = None,
+) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from evident.connectors.index import IndexFileError, IndexStats, LocalIndex, default_index_path
-    from evident.connectors.loaders import CorpusError
+    from evident.connectors.index import IndexFileError, IndexStats, LocalIndex, default_index_path, rebuild_index
+    from evident.connectors.loaders import CorpusError, CorpusLimits
+    from evident.context import ConfigError, EvidentContext
 
+    log_warnings_to_stderr()
     if not sources:
         fail("index", "give at least one corpus folder or JSONL file")
     for src in sources:
         if not src.exists():
-            fail("index", f"{src}: no such file or directory")
+            fail("index", f"{src}: no such file or directory (the index was left as it was)")
+    try:
+        settings = EvidentContext.from_env(
+            None, follow_symlinks=follow_symlinks, max_file_mb=max_file_mb, section_chars=section_chars
+        )
+    except ConfigError as exc:
+        fail("index", str(exc))
+    limits = CorpusLimits.from_settings(settings)
     target = index_path or default_index_path(sources)
     err = Console(stderr=True)
-    totals = IndexStats()
-    try:
-        with LocalIndex(target) as index, Progress(
-            TextColumn("[bold]indexing[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-            console=err, transient=True, disable=not err.is_terminal,
-        ) as bar:
-            for src in sources:
-                task = bar.add_task(str(src), total=None)
-                stats = index.add_corpus(
-                    src,
-                    progress=lambda done, total, task=task: bar.update(task, completed=done, total=total),
-                    on_skip=lambda path, reason: warn("index", f"skipped {path}: {reason}"),
-                )
-                for field in totals.model_fields:
-                    setattr(totals, field, getattr(totals, field) + getattr(stats, field))
-            totals.removed += index.retain_roots(sources)
-            count = index.count()
-    except (CorpusError, IndexFileError, OSError) as exc:
-        fail("index", str(exc))
-    if count == 0:
-        fail("index", f"no documents found in {', '.join(map(str, sources))}")
+    with Progress(
+        TextColumn("[bold]indexing[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+        console=err, transient=True, disable=not err.is_terminal,
+    ) as bar:
+        tasks: dict[Path, Any] = {}
+
+        def progress(root: Path, done: int, total: int) -> None:
+            if root not in tasks:
+                tasks[root] = bar.add_task(str(root), total=None)
+            bar.update(tasks[root], completed=done, total=total)
+
+        def skipped(path: Path, reason: str) -> None:
+            warn("index", f"skipped {path}: {reason}")
+
+        try:
+            if rebuild:
+                totals, count = rebuild_index(target, sources, limits=limits, progress=progress, on_skip=skipped)
+            else:
+                with LocalIndex(target, limits=limits) as index:
+                    totals = index.refresh(sources, progress=progress, on_skip=skipped)
+                    count = index.count()
+        except (CorpusError, IndexFileError, OSError) as exc:
+            fail("index", str(exc))
+    assert isinstance(totals, IndexStats)
     if json_out:
         print_json({"index": str(target), "documents": count, **totals.model_dump()})
     else:

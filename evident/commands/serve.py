@@ -4,10 +4,14 @@ The process becomes `langgraph dev --no-browser` (exec, so signals and the exit 
 server's own) in the directory of the langgraph.json it serves, with the environment that keeps it
 from contacting anything: no CLI analytics, no version check, and no LangSmith tracing unless the
 user configured tracing (LANGSMITH_TRACING=true and an API key).
+
+Without authentication configured (evident/web/settings.py) the server is for this machine only:
+binding another address needs `--insecure`, which says loudly what it means.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
@@ -19,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evident.commands.common import fail, warn
-from evident.context import PACKAGE_ROOT
+from evident.context import PACKAGE_ROOT, ConfigError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 2024
@@ -36,8 +40,12 @@ GENERATED_CONFIG = {
     "dependencies": ["."],
     "graphs": {"evident": {"path": "evident.graph.builder:graph",
                            "description": "EvidenT: verified, span-cited answers from your documents."}},
-    "http": {"app": "evident.web.app:app"},
+    "auth": {"path": "evident.web.auth:auth", "disable_studio_auth": True},
+    "http": {"app": "evident.web.app:app", "cors": {"allow_origins": []}, "disable_webhooks": True,
+             "disable_mcp": True, "disable_a2a": True, "disable_store": True, "disable_ui": True},
 }
+INSECURE_WARNING = ("serving {host} without authentication (--insecure): anyone who can reach this "
+                    "address can query every public document as an anonymous caller")
 
 
 @dataclass
@@ -84,6 +92,23 @@ def server_environment(
     return env, notes
 
 
+def is_loopback(host: str) -> bool:
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, *, insecure: bool, auth_configured: bool) -> str | None:
+    """Why `evident serve` must not bind `host`, or None. A warning is the caller's to print."""
+    if is_loopback(host) or auth_configured or insecure:
+        return None
+    return (f"refusing to serve {host} without authentication: configure tokens or JWTs "
+            "(docs/serving.md) or pass --insecure")
+
+
 def find_langgraph_config(explicit: Path | None = None, cwd: Path | None = None) -> Path | None:
     """The langgraph.json to serve: the one given, else ./langgraph.json, else the source
     checkout's; None for an installed package (a config is then generated)."""
@@ -93,6 +118,16 @@ def find_langgraph_config(explicit: Path | None = None, cwd: Path | None = None)
         if candidate.is_file():
             return candidate.resolve()
     return None
+
+
+def _auth_configured(config: Path | None) -> bool:
+    """Whether the server will authenticate callers (a broken [server] section ends here, clearly)."""
+    from evident.web.settings import load_server_settings
+
+    try:
+        return load_server_settings(config).auth_configured
+    except ConfigError as exc:
+        fail("serve", str(exc))
 
 
 def _generated_config() -> Path:
@@ -119,10 +154,13 @@ def build_invocation(
     langgraph_config: Path | None = None,
     executable: str = "langgraph",
     base_env: Mapping[str, str] | None = None,
+    insecure: bool = False,
 ) -> Invocation:
     """The `langgraph dev` command line for these options (no side effects but a generated config)."""
     lg_config = find_langgraph_config(langgraph_config) or _generated_config()
     env, notes = server_environment(os.environ if base_env is None else base_env, config=config, corpus=corpus)
+    if insecure:
+        env["EVIDENT_INSECURE"] = "1"
     argv = [executable, "dev", "--no-browser", "--config", str(lg_config), "--host", host, "--port", str(port),
             "--n-jobs-per-worker", str(jobs)]
     if not reload:
@@ -140,6 +178,7 @@ def run(
     corpus: list[Path] | None,
     langgraph_config: Path | None,
     json_out: bool,
+    insecure: bool = False,
 ) -> int:
     if config is not None and not config.is_file():
         fail("serve", f"{config}: config file not found")
@@ -148,11 +187,17 @@ def run(
             fail("serve", f"{path}: corpus path does not exist")
     if langgraph_config is not None and not langgraph_config.is_file():
         fail("serve", f"{langgraph_config}: no such file")
+    auth_configured = _auth_configured(config)
+    problem = check_exposure(host, insecure=insecure, auth_configured=auth_configured)
+    if problem:
+        fail("serve", problem)
     executable = langgraph_executable()
     if executable is None:
         fail("serve", f"the LangGraph server is not installed: {INSTALL_HINT}")
     inv = build_invocation(host=host, port=port, reload=reload, jobs=jobs, config=config, corpus=corpus,
-                           langgraph_config=langgraph_config, executable=executable)
+                           langgraph_config=langgraph_config, executable=executable, insecure=insecure)
+    if insecure and not auth_configured and not is_loopback(host):
+        warn("serve", INSECURE_WARNING.format(host=host))
     info = {"url": inv.url, "api_docs": f"{inv.url}/docs", "health": f"{inv.url}/health",
             "assistant_id": "evident", "langgraph_config": inv.argv[inv.argv.index("--config") + 1]}
     if json_out:

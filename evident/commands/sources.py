@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evident.commands.common import fail, print_json, warn
+from evident.commands.common import fail, print_json, safe_text, warn
 
 PROBE_QUERY = "help"
 
@@ -84,8 +84,8 @@ def run(config: Path | None, *, query: str, json_out: bool) -> int:
         for row in rows:
             colour = "green" if row["status"] in {"ok", "empty"} else "red"
             latency = f"{row['latency_ms']:.0f} ms" if row["latency_ms"] is not None else "-"
-            table.add_row(escape(row["name"]), escape(row["type"]), f"[{colour}]{row['status']}[/]", latency,
-                          str(row["documents"]), escape(row["message"]))
+            table.add_row(escape(safe_text(row["name"])), escape(row["type"]), f"[{colour}]{row['status']}[/]",
+                          latency, str(row["documents"]), escape(safe_text(row["message"])))
         Console(highlight=False, soft_wrap=True).print(table)
     return 0 if healthy else 1
 
@@ -95,7 +95,7 @@ def run_index(config: Path, only: list[str], json_out: bool) -> int:
     from evident.connectors.config import DocsSettings, LocalSettings, crawl_settings, docs_index_path, parse_settings
     from evident.connectors.docs_index import refresh_docs_index
     from evident.connectors.index import IndexFileError, LocalIndex, default_index_path
-    from evident.connectors.loaders import CorpusError
+    from evident.connectors.loaders import CorpusError, CorpusLimits
     from evident.connectors.source import SourceConfigError, SourceFailure
 
     ctx = _context(config)
@@ -115,13 +115,11 @@ def run_index(config: Path, only: list[str], json_out: bool) -> int:
             if isinstance(settings, LocalSettings):
                 paths = [settings.path(p) for p in settings.paths]
                 target = settings.path(settings.index_path) if settings.index_path else default_index_path(paths)
-                with LocalIndex(target) as index:
-                    stats = [index.add_corpus(p, on_skip=lambda f, why: warn("index", f"{row['name']}: skipped {f}: {why}"))
-                             for p in paths]
-                    removed = index.retain_roots(paths)
-                    row.update(index=str(target), documents=index.count(),
-                               added=sum(s.added for s in stats), updated=sum(s.updated for s in stats),
-                               removed=removed + sum(s.removed for s in stats), status="ok")
+                with LocalIndex(target, limits=CorpusLimits.from_settings(settings)) as index:
+                    # One transaction: a vanished or renamed path can never leave the index empty.
+                    stats = index.refresh(paths, on_skip=lambda f, why: warn("index", f"{row['name']}: skipped {f}: {why}"))
+                    row.update(index=str(target), documents=index.count(), added=stats.added,
+                               updated=stats.updated, removed=stats.removed, status="ok")
             elif isinstance(settings, DocsSettings):
                 target = docs_index_path(settings)
                 refreshed = refresh_docs_index(
@@ -146,5 +144,5 @@ def run_index(config: Path, only: list[str], json_out: bool) -> int:
                 print(f"{row['name']}: {row['documents']} documents ({row['added']} added, {row['updated']} updated, "
                       f"{row['removed']} removed) in {row['index']}")
             elif row["status"] == "live":
-                print(f"{row['name']}: {row['message']}")
+                print(safe_text(f"{row['name']}: {row['message']}"))
     return 1 if any(row["status"] == "error" for row in rows) else 0

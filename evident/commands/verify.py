@@ -130,13 +130,18 @@ def _short(text: str, width: int = QUOTE_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
-_STYLE = {"kept": "green", "truncated": "yellow", "relinked": "cyan", "dropped": "red"}
+_STYLE = {"kept": "green", "corrected": "magenta", "truncated": "yellow", "relinked": "cyan", "dropped": "red"}
 
 
 def _print_table(decisions: list[AlignmentDecision]) -> None:
     from rich.console import Console
-    from rich.markup import escape
+    from rich.markup import escape as escape_markup
     from rich.table import Table
+
+    from evident.commands.common import safe_text
+
+    def escape(text: str) -> str:  # document text: neither rich markup nor terminal control codes
+        return escape_markup(safe_text(text))
 
     table = Table(show_lines=False, header_style="bold")
     table.add_column("passage", overflow="fold", max_width=16)
@@ -156,10 +161,11 @@ def _print_table(decisions: list[AlignmentDecision]) -> None:
         else:
             url = escape(d.url)
         spans = ", ".join(f"{s}–{e}" for s, e in d.spans) or "—"
-        table.add_row(
-            escape(d.passage_id), f"[{_STYLE[d.action]}]{d.action}[/]", overlap, url, spans,
-            escape(_short(d.quote)) if d.quote else "[dim]—[/]",
-        )
+        quote = escape(_short(d.quote)) if d.quote else "[dim]—[/]"
+        # What the passage said where the source says otherwise: the quote shows the source.
+        for sub in d.substitutions:
+            quote += f"\n[dim]passage: {escape(sub.passage) or '—'} → source: {escape(sub.source) or '—'}[/]"
+        table.add_row(escape(d.passage_id), f"[{_STYLE[d.action]}]{d.action}[/]", overlap, url, spans, quote)
     console = Console()
     console.print(table)
     counts = {a: sum(d.action == a for d in decisions) for a in _STYLE}

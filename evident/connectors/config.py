@@ -51,6 +51,9 @@ class LocalSettings(SourceSettings):
     type: Literal["local"]
     paths: list[str] = Field(min_length=1)
     index_path: str | None = None
+    follow_symlinks: bool = False  # as the top-level settings of the same names (docs/security.md)
+    max_file_mb: float = Field(20.0, gt=0)
+    section_chars: int = Field(100_000, ge=1000)
 
 
 class MediaWikiSettings(SourceSettings):
@@ -175,7 +178,7 @@ def _secret(settings: SourceSettings, env: str | None, what: str, secrets: list[
 
 def _local(settings: SourceSettings, k: int, timeout: float, secrets: list[SecretStr]) -> BaseRetriever:
     from evident.connectors.index import IndexFileError
-    from evident.connectors.loaders import CorpusError
+    from evident.connectors.loaders import CorpusError, CorpusLimits
     from evident.connectors.local import LocalCorpusRetriever
 
     assert isinstance(settings, LocalSettings)
@@ -184,12 +187,14 @@ def _local(settings: SourceSettings, k: int, timeout: float, secrets: list[Secre
         if not path.exists():
             raise SourceConfigError(settings.name, f"{path}: no such file or directory")
     index = settings.path(settings.index_path) if settings.index_path else None
-    key = (tuple(map(str, paths)), str(index), k, settings.name)
+    limits = CorpusLimits.from_settings(settings)
+    key = (tuple(map(str, paths)), str(index), k, settings.name, limits.model_dump_json())
     with _local_lock:
         cached = _local_cache.get(key)
         if cached is None:
             try:
-                cached = LocalCorpusRetriever.from_corpus(paths, index_path=index, k=k, source_name=settings.name)
+                cached = LocalCorpusRetriever.from_corpus(paths, index_path=index, k=k, source_name=settings.name,
+                                                          limits=limits)
             except (CorpusError, IndexFileError, OSError) as exc:
                 raise SourceConfigError(settings.name, str(exc)) from None
             _local_cache[key] = cached

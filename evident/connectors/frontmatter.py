@@ -27,6 +27,7 @@ class FrontMatter:
     fields: dict[str, FrontMatterValue] = field(default_factory=dict)
     body: str = ""
     present: bool = False
+    lines: dict[str, int] = field(default_factory=dict)  # key -> its line number in the file (1-based)
 
 
 def split_front_matter(text: str) -> FrontMatter:
@@ -36,6 +37,7 @@ def split_front_matter(text: str) -> FrontMatter:
         return FrontMatter(body=text)
 
     fields: dict[str, FrontMatterValue] = {}
+    lines_of: dict[str, int] = {}
     open_list: list[str] | None = None  # the list that `- item` lines extend, if any
     implicit: set[str] = set()  # keys whose empty value started a list that may stay empty
     for index in range(1, len(lines)):
@@ -48,7 +50,7 @@ def split_front_matter(text: str) -> FrontMatter:
             for key in implicit:
                 if fields[key] == []:
                     fields[key] = ""
-            return FrontMatter(fields=fields, body=body, present=True)
+            return FrontMatter(fields=fields, body=body, present=True, lines=lines_of)
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         item = _LIST_ITEM.match(line)
@@ -61,6 +63,7 @@ def split_front_matter(text: str) -> FrontMatter:
         key, raw = match.group(1), (match.group(2) or "")
         value = _parse_value(raw)
         fields[key] = value
+        lines_of[key] = index + 1
         open_list = value if raw == "" and isinstance(value, list) else None
         if open_list is not None:
             implicit.add(key)

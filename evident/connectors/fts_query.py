@@ -13,6 +13,8 @@ import sqlite3
 import unicodedata
 from typing import Any
 
+from evident.lexicon import CHAT, message_words
+
 
 def _word_pattern() -> re.Pattern[str]:
     # Python's \w is letters, digits and underscore in every script but not combining marks, which
@@ -63,6 +65,24 @@ def query_terms(text: str) -> list[str]:
         if len(terms) >= MAX_TERMS:
             break
     return terms
+
+
+# A searchable word the message analysis does not weigh (a negation, "after", "all"): it still
+# counts, but less than the topic words of the question.
+UNWEIGHED = 0.3
+
+
+def weighted_terms(text: str) -> tuple[list[str], dict[str, float]]:
+    """`query_terms(text)` without the words of greetings and requests, each with its weight from
+    the message analysis (the asking part above the scenario, see `evident.lexicon.message_words`).
+    A message of nothing but such words keeps all its terms at weight 1."""
+    terms = query_terms(text)
+    message = message_words(text)
+    weights = {t: message.get(t, 0.0 if t in CHAT or (len(t) == 1 and not t.isdigit()) else UNWEIGHED) for t in terms}
+    kept = [t for t in terms if weights[t] > 0]
+    if not kept:
+        return terms, {t: 1.0 for t in terms}
+    return kept, weights
 
 
 def fts_match_expression(text: str) -> str | None:

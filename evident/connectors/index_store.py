@@ -1,13 +1,21 @@
-"""Opening the embedded index's SQLite file: creating, checking and migrating its schema."""
+"""Opening the embedded index's SQLite file: creating, checking and migrating its schema; its write lock."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
 from evident.connectors.index_schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 30_000  # a reader waiting for a checkpoint, or a writer outside the file lock
+_DAMAGE_SIGNS = ("malformed", "not a database", "disk i/o error", "corrupt")
 
 
 class IndexFileError(Exception):
@@ -21,6 +29,50 @@ class IndexFileError(Exception):
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
 
+
+def rebuild_hint(path: Path) -> str:
+    return f"rebuild it from its sources with `evident index --rebuild SOURCE... --index {path}`"
+
+
+def database_error(path: Path, exc: sqlite3.DatabaseError) -> IndexFileError:
+    """The one-line error for an SQLite failure; a damaged file says how to rebuild it."""
+    text = str(exc)
+    if any(sign in text.lower() for sign in _DAMAGE_SIGNS):
+        return IndexFileError(path, f"the index file is damaged ({text}); {rebuild_hint(path)}")
+    return IndexFileError(path, f"database error ({text})")
+
+
+class WriteLock:
+    """`<index>.lock`, held while writing: a second writer waits (up to `timeout_s`) instead of failing.
+
+    SQLite alone would make a second `evident index` give up with "database is locked" once its busy
+    timeout ran out under the first one's long transaction; the Tantivy directory has its own lock,
+    taken per commit. One lock around both keeps writers strictly one after the other. Re-entrant
+    within a thread, so a rebuild inside a write does not wait for itself.
+    """
+
+    def __init__(self, path: Path, timeout_s: float) -> None:
+        self.path = path
+        self.timeout_s = timeout_s
+        self._lock = FileLock(f"{path}.lock")
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            log.warning("%s: another process is writing this index; waiting up to %.0f s", self.path, self.timeout_s)
+            try:
+                self._lock.acquire(timeout=self.timeout_s)
+            except Timeout:
+                raise IndexFileError(
+                    self.path,
+                    f"another process kept this index locked for {self.timeout_s:.0f} s; try again when it is done",
+                ) from None
+        try:
+            yield
+        finally:
+            self._lock.release()
 
 
 def connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
@@ -44,11 +96,13 @@ def connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
         raise
     except sqlite3.DatabaseError as exc:
         conn.close()
+        if any(sign in str(exc).lower() for sign in _DAMAGE_SIGNS):
+            raise database_error(path, exc) from None
         raise IndexFileError(path, f"not a usable EvidenT index ({exc})") from None
     return conn
 
 def _prepare(conn: sqlite3.Connection, path: Path, read_only: bool) -> None:
-    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not read_only:
         conn.execute("PRAGMA journal_mode = WAL")

@@ -5,6 +5,12 @@ human wrote (Markdown stays Markdown) and always produce the same text from the 
 Problems with one file in a folder are reported through `on_skip` and do not stop the load;
 problems that make the corpus itself wrong (a broken JSONL line, a missing path) raise
 `CorpusError`, because silently indexing half a dataset is worse than failing.
+
+A corpus folder is untrusted input (a shared drive, a checked-out wiki), so the walk never leaves
+it: symbolic links that resolve outside the folder are skipped unless `follow_symlinks` is set;
+only regular files are opened (a named pipe would block the reader forever, a device never ends);
+files over `max_file_bytes` are skipped; documents over `section_chars` become sections
+(evident/connectors/sections.py); document ids must pass `validate_document_id`.
 """
 
 from __future__ import annotations
@@ -15,13 +21,18 @@ import json
 import logging
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from evident.alignment.models import SourceDocument
+from evident.connectors.doc_ids import DocumentIdError, validate_document_id
 from evident.connectors.frontmatter import scalar, split_front_matter
 from evident.connectors.html_text import declared_charset, parse_html
+from evident.connectors.sections import split_sections
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +50,26 @@ FILE_SUFFIXES = FOLDER_SUFFIXES | JSONL_SUFFIXES
 LOCAL_SOURCE = "local"
 _HEADING = re.compile(r"^#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
+
+
+MB = 1_000_000
+
+
+class CorpusLimits(BaseModel):
+    """What a corpus may make the loader do (settings `follow_symlinks`, `max_file_mb`, `section_chars`)."""
+
+    follow_symlinks: bool = Field(False, description="Follow symbolic links that leave the corpus folder.")
+    max_file_bytes: int = Field(20 * MB, ge=1, description="Larger files (JSONL: lines) are skipped.")
+    section_chars: int = Field(100_000, ge=1000, description="Longer documents are indexed as sections.")
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> CorpusLimits:
+        """The limits of an `EvidentContext` (its `follow_symlinks`, `max_file_mb`, `section_chars`)."""
+        return cls(follow_symlinks=settings.follow_symlinks, max_file_bytes=max(1, int(settings.max_file_mb * MB)),
+                   section_chars=settings.section_chars)
+
+
+DEFAULT_LIMITS = CorpusLimits()
 
 
 class CorpusError(ValueError):
@@ -60,7 +91,9 @@ def log_skip(path: Path, reason: str) -> None:
     log.warning("skipped %s: %s", path, reason)
 
 
-def load_corpus(path: str | Path, *, on_skip: SkipHandler | None = None) -> Iterator[SourceDocument]:
+def load_corpus(
+    path: str | Path, *, on_skip: SkipHandler | None = None, limits: CorpusLimits = DEFAULT_LIMITS
+) -> Iterator[SourceDocument]:
     """Yield the documents of a JSONL file, a folder (recursively) or a single document file.
 
     URLs are unique in the result: a later document with an already-seen URL is reported through
@@ -69,8 +102,8 @@ def load_corpus(path: str | Path, *, on_skip: SkipHandler | None = None) -> Iter
     root = Path(path)
     report = on_skip if on_skip is not None else log_skip
     first_seen: dict[str, Path] = {}
-    for file in corpus_files(root, on_skip=report):
-        for doc in load_file(file, root=root, on_skip=report):
+    for file in corpus_files(root, on_skip=report, limits=limits):
+        for doc in load_file(file, root=root, on_skip=report, limits=limits):
             if doc.url in first_seen:
                 report(file, f"duplicate url {doc.url} (first in {first_seen[doc.url]})")
                 continue
@@ -78,12 +111,16 @@ def load_corpus(path: str | Path, *, on_skip: SkipHandler | None = None) -> Iter
             yield doc
 
 
-def corpus_files(root: str | Path, *, on_skip: SkipHandler | None = None) -> list[Path]:
+def corpus_files(
+    root: str | Path, *, on_skip: SkipHandler | None = None, limits: CorpusLimits = DEFAULT_LIMITS
+) -> list[Path]:
     """The files a corpus path stands for, in a deterministic order.
 
     Hidden files and folders (name starting with '.') below the root are skipped: they are editor
-    swap files, VCS metadata and the like. Symlinked folders are not followed, so a link cycle cannot
-    make the walk endless.
+    swap files, VCS metadata and the like. Links that resolve outside the root, files that are not
+    regular files and files over the size limit are reported through `on_skip`. Symlinked folders
+    are followed only with `follow_symlinks`, and then each folder is walked once, so a link cycle
+    cannot make the walk endless.
     """
     root = Path(root)
     if not root.exists():
@@ -100,22 +137,84 @@ def corpus_files(root: str | Path, *, on_skip: SkipHandler | None = None) -> lis
     def unlistable(error: OSError) -> None:
         report(Path(error.filename or root), f"cannot list folder ({error.strerror or error.__class__.__name__})")
 
+    inside = root.resolve()
+    walked: set[tuple[int, int]] = set()
     found: list[tuple[tuple[str, ...], Path]] = []
-    for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable, followlinks=limits.follow_symlinks):
+        if limits.follow_symlinks:
+            try:
+                info = os.stat(dirpath)
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) in walked:  # a link cycle, or a folder reached twice
+                dirnames[:] = []
+                continue
+            walked.add((info.st_dev, info.st_ino))
         dirnames[:] = [name for name in dirnames if not name.startswith(".")]
+        if not limits.follow_symlinks:
+            for name in dirnames:
+                folder = Path(dirpath, name)
+                if folder.is_symlink() and not _within(folder, inside):
+                    report(folder, _LINK_OUTSIDE)
         for name in filenames:
             if name.startswith(".") or Path(name).suffix.lower() not in FOLDER_SUFFIXES:
                 continue
             file = Path(dirpath, name)
+            problem = _unsafe(file, inside, limits)
+            if problem is not None:
+                report(file, problem)
+                continue
             found.append((file.relative_to(root).parts, file))
     # Sorting by path components (not by the joined string) keeps "a/b" before "a-b/c".
     return [file for _, file in sorted(found)]
 
 
+_LINK_OUTSIDE = "symbolic link to a place outside the corpus folder (set follow_symlinks to index it)"
+
+
+def _within(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root)
+    except (OSError, RuntimeError):  # RuntimeError: a link loop
+        return False
+
+
+def _unsafe(file: Path, root: Path, limits: CorpusLimits) -> str | None:
+    """Why `file` (found in the folder `root`) must not be opened, or None when it may be."""
+    try:
+        if stat.S_ISLNK(os.lstat(file).st_mode) and not limits.follow_symlinks and not _within(file, root):
+            return _LINK_OUTSIDE
+        info = os.stat(file)
+    except OSError as exc:
+        return f"cannot read ({exc.strerror or exc.__class__.__name__})"
+    return _not_readable(info, limits)
+
+
+def _not_readable(info: os.stat_result, limits: CorpusLimits) -> str | None:
+    """Why a file with this `stat` must not be read: its type or its size."""
+    mode = info.st_mode
+    if not stat.S_ISREG(mode):
+        kind = ("a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")  # fmt: skip
+        return f"{kind}, not a regular file (never opened)"
+    if info.st_size > limits.max_file_bytes:
+        return _too_large(info.st_size, limits)
+    return None
+
+
+def _too_large(size: int, limits: CorpusLimits) -> str:
+    return (f"{size / MB:.1f} MB is over the {limits.max_file_bytes / MB:g} MB limit per file "
+            "(raise max_file_mb to index it)")
+
+
 def load_file(
-    path: str | Path, *, root: str | Path | None = None, on_skip: SkipHandler | None = None
+    path: str | Path,
+    *,
+    root: str | Path | None = None,
+    on_skip: SkipHandler | None = None,
+    limits: CorpusLimits = DEFAULT_LIMITS,
 ) -> Iterator[SourceDocument]:
-    """Yield the documents of one corpus file (several for JSONL, at most one otherwise).
+    """Yield the documents of one corpus file (several for JSONL or a long document, else at most one).
 
     `root` is the corpus path the file was found under; `metadata["path"]` is relative to it.
     """
@@ -125,9 +224,10 @@ def load_file(
     relative = _relative(path, root)
     suffix = path.suffix.lower()
     if suffix in JSONL_SUFFIXES:
-        yield from _load_jsonl(path, relative, report)
+        for doc in _load_jsonl(path, relative, report, limits):
+            yield from split_sections(doc, limits.section_chars)
         return
-    data = _read(path, report)
+    data = _read(path, report, limits)
     if data is None:
         return
     if suffix in PDF_SUFFIXES:
@@ -139,8 +239,14 @@ def load_file(
     else:
         report(path, f"unsupported file type {suffix!r}")
         return
-    if doc is not None:
-        yield doc
+    if doc is None:
+        return
+    try:
+        validate_document_id(doc.url, allow_file=True)
+    except DocumentIdError as exc:
+        report(path, str(exc))
+        return
+    yield from split_sections(doc, limits.section_chars)
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -157,14 +263,30 @@ def file_uri(path: Path) -> str:
     return path.resolve().as_uri()
 
 
-def _read(path: Path, report: SkipHandler) -> bytes | None:
+def _read(path: Path, report: SkipHandler, limits: CorpusLimits) -> bytes | None:
+    # Non-blocking open, then the type check on the open file: a pipe swapped in after the folder
+    # walk is still never read from, and the size read is the size checked.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     try:
-        data = path.read_bytes()
+        fd = os.open(path, flags)
     except PermissionError:
         report(path, "permission denied")
         return None
     except OSError as exc:
         report(path, f"cannot read ({exc.strerror or exc.__class__.__name__})")
+        return None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            problem = _not_readable(os.fstat(handle.fileno()), limits)
+            if problem is not None:
+                report(path, problem)
+                return None
+            data = handle.read(limits.max_file_bytes + 1)
+    except OSError as exc:
+        report(path, f"cannot read ({exc.strerror or exc.__class__.__name__})")
+        return None
+    if len(data) > limits.max_file_bytes:  # grew since fstat
+        report(path, _too_large(len(data), limits))
         return None
     if not data.strip():
         report(path, "empty file")
@@ -208,8 +330,15 @@ def _load_text(path: Path, data: bytes, relative: str, report: SkipHandler) -> S
     reserved = {"url", "title", "source_type"}
     metadata: dict[str, Any] = {key: value for key, value in front.fields.items() if key not in reserved}
     metadata["path"] = relative
+    url = scalar(front.fields.get("url")).strip()
+    if url:
+        try:
+            validate_document_id(url, allow_file=True)
+        except DocumentIdError as exc:
+            report(path, f"line {front.lines.get('url', 1)}: {exc}")
+            return None
     return SourceDocument(
-        url=scalar(front.fields.get("url")).strip() or file_uri(path),
+        url=url or file_uri(path),
         title=scalar(front.fields.get("title")).strip() or _first_heading(front.body) or path.stem,
         content=front.body,
         source=LOCAL_SOURCE,
@@ -237,8 +366,16 @@ def _load_html(path: Path, data: bytes, relative: str, report: SkipHandler) -> S
     if not page.text.strip():
         report(path, "no readable text in the page")
         return None
+    url = page.canonical_url
+    if url:
+        try:
+            validate_document_id(url, allow_file=True)
+        except DocumentIdError as exc:
+            # The page's text is fine; only its canonical link is not an id: the file names it.
+            log.warning("%s: canonical link ignored: %s", path, exc)
+            url = ""
     return SourceDocument(
-        url=page.canonical_url or file_uri(path),
+        url=url or file_uri(path),
         title=page.title or path.stem,
         content=page.text,
         source=LOCAL_SOURCE,
@@ -277,7 +414,7 @@ def _load_pdf(path: Path, data: bytes, relative: str, report: SkipHandler) -> So
     )
 
 
-def _load_jsonl(path: Path, relative: str, report: SkipHandler) -> Iterator[SourceDocument]:
+def _load_jsonl(path: Path, relative: str, report: SkipHandler, limits: CorpusLimits) -> Iterator[SourceDocument]:
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -289,6 +426,9 @@ def _load_jsonl(path: Path, relative: str, report: SkipHandler) -> Iterator[Sour
             if number == 1 and raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8) :]
             if not raw.strip():
+                continue
+            if len(raw) > limits.max_file_bytes:
+                report(path, f"line {number}: {_too_large(len(raw), limits)}")
                 continue
             doc = _jsonl_document(path, number, raw, relative)
             if doc.url in first_line:
@@ -310,6 +450,10 @@ def _jsonl_document(path: Path, number: int, raw: bytes, relative: str) -> Sourc
     url = record.get("url")
     if not isinstance(url, str) or not url.strip():
         raise CorpusError(path, "missing or empty 'url'", number)
+    try:
+        validate_document_id(url.strip())
+    except DocumentIdError as exc:
+        raise CorpusError(path, str(exc), number) from None
     text = record.get("text", record.get("content"))
     if not isinstance(text, str) or not text.strip():
         raise CorpusError(path, "missing or empty 'text'", number)

@@ -13,7 +13,7 @@ from pydantic import PrivateAttr
 
 from evident.connectors.base import to_langchain_document
 from evident.connectors.index import LocalIndex, default_index_path
-from evident.connectors.loaders import SkipHandler
+from evident.connectors.loaders import DEFAULT_LIMITS, CorpusLimits, SkipHandler
 
 
 class LocalCorpusRetriever(BaseRetriever):
@@ -22,6 +22,7 @@ class LocalCorpusRetriever(BaseRetriever):
     index_path: Path
     k: int = 8
     source_name: str = "local"
+    limits: CorpusLimits = DEFAULT_LIMITS
 
     _index: LocalIndex | None = PrivateAttr(default=None)
     _open_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -35,19 +36,19 @@ class LocalCorpusRetriever(BaseRetriever):
         *,
         source_name: str = "local",
         on_skip: SkipHandler | None = None,
+        limits: CorpusLimits = DEFAULT_LIMITS,
     ) -> LocalCorpusRetriever:
         """Build or incrementally refresh the index of `paths` and return a retriever over it.
 
         The index then mirrors exactly `paths`: documents from corpus paths no longer listed are
         removed, so reusing an `index_path` with a different path set cannot leak old documents.
+        Raises `CorpusError` (index left as it was) when a path is missing or holds no documents.
         """
         roots = [paths] if isinstance(paths, (str, Path)) else list(paths)
         target = Path(index_path) if index_path is not None else default_index_path(roots)
-        with LocalIndex(target) as index:
-            for root in roots:
-                index.add_corpus(root, on_skip=on_skip)
-            index.retain_roots(roots)
-        return cls(index_path=target, k=k, source_name=source_name)
+        with LocalIndex(target, limits=limits) as index:
+            index.refresh(roots, on_skip=on_skip)
+        return cls(index_path=target, k=k, source_name=source_name, limits=limits)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return [
@@ -60,7 +61,7 @@ class LocalCorpusRetriever(BaseRetriever):
         # LangGraph may construct retrievers in processes that never query them.
         with self._open_lock:
             if self._index is None:
-                self._index = LocalIndex(self.index_path)
+                self._index = LocalIndex(self.index_path, limits=self.limits)
             return self._index
 
     def close(self) -> None:

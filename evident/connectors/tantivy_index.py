@@ -4,7 +4,10 @@ SQLite FTS5 scores every matching document, and a typical OR-question matches mo
 Tantivy's block-max WAND only scores documents that can still enter the top k, which is what keeps
 search fast at 100,000 documents. SQLite stays the source of truth: this directory holds nothing
 that cannot be rebuilt from it, and a sync marker (the SQLite write generation and document count
-it reflects) says whether it may be trusted.
+it reflects, and a CRC-32 of every file of the committed index) says whether it may be trusted.
+A damaged file is found when the directory is opened (checksums, document count) or, failing that,
+when Tantivy reports it: its errors, and its Rust panics, become `MirrorError`, and the owner
+rebuilds the directory from SQLite.
 """
 
 from __future__ import annotations
@@ -15,14 +18,16 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+import zlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import tantivy
 
-# Bumped whenever the schema, analyzer or field text below changes: an older directory is rebuilt.
-MIRROR_FORMAT = 2
+# Bumped whenever the schema, analyzer, field text or marker below changes: an older directory is rebuilt.
+# 4: the title is repeated 20 times (index.TITLE_WEIGHT), not 4.
+MIRROR_FORMAT = 4
 _MARKER = "evident-sync.json"
 _ANALYZER = "evident_en"
 _WRITER_HEAP = 128_000_000
@@ -32,7 +37,28 @@ _TIE_MARGIN = 64  # extra hits fetched so that ties at the k-th place are usuall
 
 
 class MirrorError(Exception):
-    """The Tantivy directory cannot be opened or written; the caller falls back to SQLite."""
+    """The Tantivy directory cannot be opened, read or written; the caller rebuilds it or uses SQLite."""
+
+
+@contextlib.contextmanager
+def tantivy_errors(directory: Path) -> Iterator[None]:
+    """Turn whatever Tantivy raises on a damaged or locked directory into `MirrorError`.
+
+    A Rust panic reaches Python as pyo3's `PanicException`, which derives from `BaseException`, not
+    `Exception` (so `except Exception` lets it through and it ends the process's query with a
+    backtrace); it is recognised by name because pyo3 does not export the class.
+    """
+    try:
+        yield
+    except MirrorError:
+        raise
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise MirrorError(f"{directory}: {exc}") from None
+    except BaseException as exc:
+        if type(exc).__name__ != "PanicException":
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "no message"
+        raise MirrorError(f"{directory}: Tantivy panicked ({first})") from None
 
 
 def _analyzer() -> Any:
@@ -67,8 +93,7 @@ class TantivyMirror:
     def __init__(self, directory: Path, *, title_weight: float) -> None:
         self.directory = directory
         # One field holding the title `title_repeats` times, then the content: term frequency is
-        # then FTS5's weighted one (4 x title + content), so the ranking matches the FTS5 BM25 that
-        # the answer pipeline was tuned on. Separate per-field BM25 with a title boost measured
+        # then FTS5's weighted one (TITLE_WEIGHT x title + content), so both rank alike. Separate per-field BM25 with a title boost measured
         # worse (BM25 top-1 on the example questions 69% instead of 79%): a short title field
         # saturates quickly and the boost then outweighs the content.
         self.title_repeats = max(1, round(title_weight))
@@ -81,24 +106,67 @@ class TantivyMirror:
 
     def marker(self) -> tuple[int, int] | None:
         """(generation, documents) this directory was last committed at, None when unknown."""
+        data = self._marker_data()
+        return None if data is None else (int(data["generation"]), int(data["documents"]))
+
+    def _marker_data(self) -> dict[str, Any] | None:
         try:
             data = json.loads((self.directory / _MARKER).read_text(encoding="utf-8"))
             if data.get("format") != MIRROR_FORMAT:
                 return None
-            return int(data["generation"]), int(data["documents"])
+            int(data["generation"]), int(data["documents"]), dict(data["files"])
+            return data
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def in_sync(self, generation: int, documents: int) -> bool:
-        """Whether the directory reflects SQLite at `generation` with `documents` rows."""
-        if self.marker() != (generation, documents):
+        """Whether the directory reflects SQLite at `generation` with `documents` rows, undamaged."""
+        data = self._marker_data()
+        if data is None or (int(data["generation"]), int(data["documents"])) != (generation, documents):
             return False
         try:
-            index = self._open(create=False)
-            index.reload()
-            return int(index.searcher().num_docs) == documents
-        except (MirrorError, OSError, ValueError):
+            if self._checksums() != data["files"]:
+                return False
+            with tantivy_errors(self.directory):
+                index = self._open(create=False)
+                index.reload()
+                return int(index.searcher().num_docs) == documents
+        except (MirrorError, OSError, ValueError, KeyError, TypeError):
             return False
+
+    def _index_files(self) -> list[str]:
+        """The files of the committed index: meta.json and the files of the segments it lists."""
+        meta = json.loads((self.directory / "meta.json").read_text(encoding="utf-8"))
+        prefixes = tuple(str(segment["segment_id"]).replace("-", "") + "." for segment in meta["segments"])
+        names = [entry.name for entry in os.scandir(self.directory) if entry.name.startswith(prefixes)]
+        return ["meta.json", *sorted(names)] if prefixes else ["meta.json"]
+
+    def _checksums(self, known: dict[str, Any] | None = None) -> dict[str, list[int]]:
+        """name -> [size, CRC-32] of the index files; segment files are immutable, so a file of
+        the same name and size in `known` keeps its checksum (meta.json is always read)."""
+        out: dict[str, list[int]] = {}
+        for name in self._index_files():
+            path = self.directory / name
+            size = path.stat().st_size
+            previous = (known or {}).get(name)
+            if name != "meta.json" and isinstance(previous, list) and len(previous) == 2 and previous[0] == size:
+                out[name] = [size, int(previous[1])]
+                continue
+            crc = 0
+            with path.open("rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    crc = zlib.crc32(chunk, crc)
+            out[name] = [size, crc]
+        return out
+
+    def verify_files(self) -> None:
+        """Raise `MirrorError` if a file of the committed index is not what was committed."""
+        data = self._marker_data()
+        try:
+            if data is None or self._checksums() != data["files"]:
+                raise MirrorError(f"{self.directory}: index files do not match their checksums")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise MirrorError(f"{self.directory}: cannot check the index files ({exc})") from None
 
     def _open(self, *, create: bool) -> Any:
         if self._index is not None:
@@ -107,9 +175,10 @@ class TantivyMirror:
             raise MirrorError(f"{self.directory}: no Tantivy index")
         try:
             self.directory.mkdir(parents=True, exist_ok=True) if create else None
-            index = tantivy.Index(self._schema, path=str(self.directory), reuse=True)
-            index.register_tokenizer(_ANALYZER, self._analyzer)
-        except (OSError, ValueError) as exc:
+            with tantivy_errors(self.directory):
+                index = tantivy.Index(self._schema, path=str(self.directory), reuse=True)
+                index.register_tokenizer(_ANALYZER, self._analyzer)
+        except (MirrorError, OSError) as exc:
             raise MirrorError(f"{self.directory}: cannot open Tantivy index ({exc})") from None
         self._index = index
         return index
@@ -118,12 +187,15 @@ class TantivyMirror:
 
     def refresh(self) -> None:
         """See commits made since the last search (by this object or another process)."""
-        self._open(create=False).reload()
+        index = self._open(create=False)
+        with tantivy_errors(self.directory):
+            index.reload()
 
-    def top(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]:
-        """The `k` best (url, score) for OR-ed `terms`, best first, ties by url."""
+    def top(self, terms: Sequence[str], k: int, weights: Mapping[str, float] | None = None) -> list[tuple[str, float]]:
+        """The `k` best (url, score) for OR-ed `terms`, best first, ties by url; a term's score is
+        multiplied by its weight in `weights` (default 1)."""
         searcher = self._open(create=False).searcher()
-        query = self._query(terms, searcher)
+        query = self._query(terms, searcher, weights or {})
         if query is None or k <= 0:
             return []
         limit = k + _TIE_MARGIN
@@ -142,26 +214,26 @@ class TantivyMirror:
         ]
         return sorted(found, key=lambda hit: (-hit[1], hit[0]))[:k]
 
-    def _query(self, terms: Sequence[str], searcher: Any) -> Any | None:
+    def _query(self, terms: Sequence[str], searcher: Any, weights: Mapping[str, float]) -> Any | None:
         # Built from analyzed tokens and term queries, never through Tantivy's query parser, so no
         # user text is ever read as query syntax.
-        tokens: list[str] = []
+        tokens: dict[str, float] = {}
         for term in terms:
             for token in self._analyzer.analyze(term):
-                if token and token not in tokens:
-                    tokens.append(token)
+                if token:
+                    tokens[token] = max(tokens.get(token, 0.0), weights.get(term, 1.0))
         if not tokens:
             return None
         documents = int(searcher.num_docs)
         clauses = []
-        for token in tokens:
+        for token, weight in tokens.items():
             query = tantivy.Query.term_query(self._schema, "text", token)
             # Tantivy's IDF is ln(1 + x), FTS5's ln(x) floored at 1e-6, x = (N - n + 0.5) / (n + 0.5):
             # FTS5 all but ignores words in half the documents or more. Boosting by the ratio gives
             # FTS5's weights, which measured better on the example questions than Tantivy's own.
             matching = int(searcher.doc_freq("text", token))
             x = (documents - matching + 0.5) / (matching + 0.5)
-            clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(query, _idf_ratio(x))))
+            clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(query, _idf_ratio(x) * weight)))
         return tantivy.Query.boolean_query(clauses)
 
     # -- writing -------------------------------------------------------------------------------
@@ -182,12 +254,15 @@ class TantivyMirror:
 
     def delete(self, urls: Iterable[str]) -> None:
         writer = self._writer_for_batch()
-        for url in urls:
-            writer.delete_documents_by_term("url", url)
+        with tantivy_errors(self.directory):
+            for url in urls:
+                writer.delete_documents_by_term("url", url)
 
     def add(self, url: str, title: str, content: str) -> None:
         text = "\n".join([title] * self.title_repeats + [content])
-        self._writer_for_batch().add_document(tantivy.Document(url=url, text=text))
+        writer = self._writer_for_batch()
+        with tantivy_errors(self.directory):
+            writer.add_document(tantivy.Document(url=url, text=text))
 
     def replace(self, url: str, title: str, content: str) -> None:
         # Deletes apply to documents added before them, so the new version survives its own delete.
@@ -199,22 +274,25 @@ class TantivyMirror:
         writer = self._writer_for_batch()
         self._writer = None
         try:
-            writer.commit()
-            writer.wait_merging_threads()  # also releases the directory lock for other writers
-        except (OSError, ValueError) as exc:
-            raise MirrorError(f"{self.directory}: commit failed ({exc})") from None
+            with tantivy_errors(self.directory):
+                writer.commit()
+                writer.wait_merging_threads()  # also releases the directory lock for other writers
+        except MirrorError as exc:
+            raise MirrorError(f"commit failed ({exc})") from None
         self._write_marker(generation, documents)
         self.refresh()
 
     def rollback(self) -> None:
         writer, self._writer = self._writer, None
         if writer is not None:
-            with contextlib.suppress(OSError, ValueError):
+            with contextlib.suppress(MirrorError), tantivy_errors(self.directory):
                 writer.rollback()
                 writer.wait_merging_threads()
 
     def _write_marker(self, generation: int, documents: int) -> None:
-        data = {"format": MIRROR_FORMAT, "generation": generation, "documents": documents}
+        previous = self._marker_data()
+        data = {"format": MIRROR_FORMAT, "generation": generation, "documents": documents,
+                "files": self._checksums(previous["files"] if previous else None)}
         temporary = self.directory / f"{_MARKER}.{os.getpid()}.tmp"
         temporary.write_text(json.dumps(data), encoding="utf-8")
         os.replace(temporary, self.directory / _MARKER)  # atomic: readers see the old or the new

@@ -17,14 +17,11 @@ a summary of the step to that run's metadata whenever a tracer listens (docs/ser
 
 from __future__ import annotations
 
-import os
-import threading
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
-from pydantic import ConfigDict, ValidationError
 
-from evident.context import ConfigError, EvidentContext, environment_settings, file_settings
+from evident.context import ContextWithDefaults, file_defaults
 from evident.graph.instrument import instrumented
 from evident.llm import DEFAULT_MODELS, Models
 from evident.nodes.align import align, route_after_align
@@ -39,54 +36,6 @@ from evident.tokens import TokenCounter
 
 MAX_PARALLEL_TASKS = 32
 
-_toml_lock = threading.Lock()
-_toml_cache: dict[str | None, dict[str, Any] | ConfigError] = {}
-
-
-def file_defaults() -> dict[str, Any]:
-    """The settings of `evident.toml` (or `EVIDENT_CONFIG`), read once per config path.
-
-    Cached because a dict context is turned into `ContextWithDefaults` inside the LangGraph
-    server's event loop, where reading a file is a blocking call the dev server refuses. A broken
-    file is reported by every query that needs it, not at import.
-    """
-    key = os.environ.get("EVIDENT_CONFIG")
-    with _toml_lock:
-        found = _toml_cache.get(key)
-        if found is None:
-            try:
-                found = file_settings(None)
-            except ConfigError as exc:
-                found = exc
-            _toml_cache[key] = found
-    if isinstance(found, ConfigError):
-        raise found
-    return found
-
-
-class ContextWithDefaults(EvidentContext):
-    """`EvidentContext` whose unset fields come from `evident.toml` and the environment.
-
-    LangGraph builds the run's context from a dict with `context_schema(**dict)`; that is how the
-    LangGraph server hands over every request's `context` (an empty one included). Plain
-    `EvidentContext(**dict)` would serve built-in defaults and ignore the deployment's
-    `EVIDENT_MODEL`, `EVIDENT_CORPUS`, `evident.toml`, ...; this keeps the precedence of
-    `EvidentContext.from_env`: defaults < evident.toml < environment < the given values.
-    An `EvidentContext` instance passed to `invoke` is used as it is.
-    """
-
-    model_config = ConfigDict(title="EvidentContext")
-
-    def __init__(self, **data: Any) -> None:
-        files = file_defaults()
-        given = {k: v for k, v in data.items() if v is not None}
-        try:
-            super().__init__(**{**files, **environment_settings(), **given})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "settings"
-            raise ConfigError(f"invalid setting {where}: {first['msg']}") from None
-
 
 def build_graph(
     *,
@@ -95,6 +44,7 @@ def build_graph(
     name: str = "evident",
     chat_model: Any = None,
     token_counter: TokenCounter | None = None,
+    checkpointer: Any = None,
 ) -> Any:
     """Compile an EvidenT graph.
 
@@ -106,6 +56,8 @@ def build_graph(
     (`EvidentContext.model`, `base_url`, the API key) when one is configured.
     `token_counter`: a callable `str -> int` (the model's own tokenizer) for the context budget;
     by default `EvidentContext.token_counter` chooses (evident/tokens.py).
+    `checkpointer`: a LangGraph checkpointer (e.g. `InMemorySaver()`) to keep threads; every query
+    on a thread starts from a clean per-query state (evident/state.py `start_of_query`).
     """
     if retriever is not None and retriever_factory is not None:
         raise ValueError("pass either retriever or retriever_factory, not both")
@@ -134,7 +86,7 @@ def build_graph(
     builder.add_edge("postprocess", END)
     # LangGraph's default thread pool holds min(32, CPUs + 4) threads: on a small machine it would run
     # the extraction batches in waves. Allow all of them (max_extract_batches) at once.
-    return builder.compile(name=name).with_config(max_concurrency=MAX_PARALLEL_TASKS)
+    return builder.compile(name=name, checkpointer=checkpointer).with_config(max_concurrency=MAX_PARALLEL_TASKS)
 
 
 graph = build_graph()

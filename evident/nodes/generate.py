@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from evident.answer import CITATION
+from evident.answer import citations_in, known_ids
 from evident.llm import DEFAULT_MODELS, ModelFailure, Models, call_with_retries, describe_failure, refusal_of, text_of
 from evident.nodes.common import settings, timed
 from evident.offline.composer import compose_answer
@@ -36,7 +36,7 @@ def generate_with_model(model: Any, ctx: Any, state: EvidentState) -> str:
     draft = text_of(message).strip()
     if not draft:
         raise ModelFailure("model", "the model returned an empty answer")
-    if not CITATION.search(draft):
+    if not citations_in(draft, known_ids(state.get("verified") or [], state.get("documents") or [])):
         # Nothing verify could check: a refusal in prose, or an answer that ignored the format.
         raise ModelFailure("model", "the model's answer cites no URL")
     return draft

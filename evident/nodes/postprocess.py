@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evident.answer import apply_glossary, parse_answer, render_answer, resolve_citation, units_of
+from evident.answer import apply_glossary, known_ids, parse_answer, render_answer, resolve_citation, units_of
 from evident.models import INSUFFICIENT_ANSWER
 from evident.nodes.common import settings, timed
 from evident.state import EvidentState
@@ -18,7 +18,7 @@ def postprocess(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
         if state.get("status") == "error":
             update.update(answer="", citations=[])
             return update
-        lines = parse_answer(state.get("draft") or "")
+        lines = parse_answer(state.get("draft") or "", known_ids(state.get("verified") or []))
         cited = [u for u in units_of(lines) if u.urls]
         if not cited:
             # Nothing verifiable survived (or there was nothing to say): never show uncited text.

@@ -4,7 +4,11 @@ Whatever the retriever (the embedded index, the configured sources, or any LangC
 to `build_graph`), it runs behind a `FederatedRetriever`, so the same rules hold everywhere:
 
 - documents the caller's principal may not see are dropped first, before fusion, before any model or
-  trace sees them; the state says how many (`acl_dropped`), never which;
+  trace sees them; how many goes to the log and the retrieve step's trace only (`acl_dropped`), never
+  to the caller, whose output must not confirm that a hidden document matched;
+- on the server the principal is the authenticated caller, never the request body, and a request's
+  settings beyond the allowed ones end the query before anything is searched (nodes/common.py);
+- it is the first step of every query: its update empties what a previous query on the thread left.
 - a failing or slow source becomes a `SourceError` and the query goes on (`status: "degraded"`);
 - bad input, an invalid principal, or nothing searchable at all ends the query with `status: "error"`.
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -25,8 +30,13 @@ from evident.acl import PrincipalError, coerce_principal
 from evident.connectors.federated import FederatedResult, FederatedRetriever
 from evident.context import ConfigError, EvidentContext
 from evident.models import Principal, RetrievedRef, SourceError
-from evident.nodes.common import settings, timed
-from evident.state import EvidentState
+from evident.nodes.common import authenticated_principal, refused_settings, served, settings, timed
+from evident.state import EvidentState, start_of_query
+
+log = logging.getLogger(__name__)
+
+IGNORED_PRINCIPAL = ("the request's principal was ignored: on the server, documents are filtered "
+                     "for the authenticated caller")
 
 RetrieverFactory = Callable[[EvidentContext], BaseRetriever]
 
@@ -39,16 +49,18 @@ _federated_cache: dict[str, FederatedRetriever] = {}
 def local_retriever(ctx: EvidentContext) -> BaseRetriever:
     """The embedded default: the local corpus index, built or refreshed once per process."""
     from evident.connectors.index import LocalIndex
+    from evident.connectors.loaders import CorpusLimits
     from evident.connectors.local import LocalCorpusRetriever
 
     paths = ctx.corpus_paths()
     if not paths:
         raise ConfigError("no corpus configured: pass --corpus PATH or set EVIDENT_CORPUS")
-    key = (tuple(paths), ctx.index_path, ctx.k)
+    limits = CorpusLimits.from_settings(ctx)
+    key = (tuple(paths), ctx.index_path, ctx.k, limits.model_dump_json())
     with _local_lock:
         found = _local_cache.get(key)
         if found is None:
-            found = LocalCorpusRetriever.from_corpus(paths, index_path=ctx.index_path, k=ctx.k)
+            found = LocalCorpusRetriever.from_corpus(paths, index_path=ctx.index_path, k=ctx.k, limits=limits)
             with LocalIndex(found.index_path) as index:
                 if index.count() == 0:
                     raise ConfigError(f"the corpus has no documents: {', '.join(paths)}")
@@ -92,8 +104,14 @@ def default_retriever(ctx: EvidentContext) -> BaseRetriever:
 
 
 def check_query(query: Any, ctx: EvidentContext) -> str | None:
-    if not isinstance(query, str) or not query.strip():
+    if query is None:
+        return 'the input has no query: give {"query": "your question"}'
+    if not isinstance(query, str):
+        return f"the query must be a string, not {type(query).__name__}"
+    if not query.strip():
         return "the query is empty"
+    if any("\ud800" <= char <= "\udfff" for char in query):
+        return "the query is not valid UTF-8 text (it holds an unpaired surrogate)"
     if len(query) > ctx.max_query_chars:
         return f"the query is too long: {len(query)} characters (the limit is {ctx.max_query_chars})"
     return None
@@ -107,7 +125,7 @@ def _as_federated(retriever: BaseRetriever, ctx: EvidentContext) -> FederatedRet
 
 
 def _fail(update: dict[str, Any], message: str) -> dict[str, Any]:
-    update.update(status="error", error=message, documents=[], retrieved=[], acl_dropped=0)
+    update.update(status="error", error=message, documents=[], retrieved=[])
     return update
 
 
@@ -117,10 +135,45 @@ def _finish(update: dict[str, Any], result: FederatedResult, ctx: EvidentContext
         documents=docs,
         retrieved=[RetrievedRef(url=d.url, title=d.title, source=d.source) for d in docs],
         source_errors=result.errors,
-        source_runs=result.runs,
-        acl_dropped=result.acl_dropped,
+        # A source that answered only with hidden documents reads as empty, as if nothing matched.
+        source_runs=[r.model_copy(update={"denied": 0, "status": "empty" if r.status == "ok" and not r.documents
+                                          else r.status}) for r in result.runs],
     )
+    _report_hidden(result)
     return update
+
+
+def _run_config() -> Any:
+    from langgraph.config import get_config
+
+    try:
+        return get_config()
+    except RuntimeError:  # called outside a graph run (a unit test of the node)
+        return None
+
+
+def _report_hidden(result: FederatedResult) -> None:
+    """How many documents permissions hid: to the log and to this step's trace, not the state."""
+    if not result.acl_dropped:
+        return
+    log.info("retrieve: %d document(s) hidden by permissions", result.acl_dropped)
+    from evident.graph.instrument import attach_metadata, node_runs  # the graph package imports this one
+
+    attach_metadata(node_runs(_run_config()), {
+        "acl_dropped": result.acl_dropped,
+        "denied_by_source": {r.source: r.denied for r in result.runs if r.denied},
+    })
+
+
+def _principal(state: EvidentState, runtime: Any, update: dict[str, Any]) -> Principal | None:
+    """Who is asking: the authenticated caller on the server, else the principal of the input."""
+    if not served(runtime):
+        return coerce_principal(state.get("principal"))
+    if state.get("principal"):
+        update["notes"] = [IGNORED_PRINCIPAL]
+        log.info("retrieve: %s", IGNORED_PRINCIPAL)
+    update["principal"] = None  # a body principal must not stay in the thread's state either
+    return authenticated_principal(runtime, _run_config())
 
 
 Prepared = tuple[FederatedRetriever, str, Principal | None]
@@ -130,15 +183,20 @@ def make_retrieve(factory: RetrieverFactory | None = None) -> Any:
     """The retrieve node, with a blocking implementation for `invoke` and an asyncio one for `ainvoke`."""
     get_retriever = factory or default_retriever
 
-    def prepare(state: EvidentState, ctx: EvidentContext, update: dict[str, Any]) -> Prepared | None:
+    def prepare(state: EvidentState, ctx: EvidentContext, update: dict[str, Any], runtime: Any) -> Prepared | None:
+        try:
+            principal = _principal(state, runtime, update)
+        except PrincipalError as exc:
+            _fail(update, str(exc))
+            return None
+        refused = refused_settings(runtime)
+        if refused:
+            also = f" (refused: {', '.join(e.setting for e in refused)})" if len(refused) > 1 else ""
+            _fail(update, f"{refused[0]}{also}")
+            return None
         problem = check_query(state.get("query"), ctx)
         if problem:
             _fail(update, problem)
-            return None
-        try:
-            principal = coerce_principal(state.get("principal"))
-        except PrincipalError as exc:
-            _fail(update, str(exc))
             return None
         try:
             retriever = get_retriever(ctx)
@@ -151,11 +209,11 @@ def make_retrieve(factory: RetrieverFactory | None = None) -> Any:
         ctx = settings(runtime)
         update: dict[str, Any] = {"mode": ctx.resolved_mode}
         with timed("retrieve", update):
-            prepared = prepare(state, ctx, update)
+            prepared = prepare(state, ctx, update, runtime)
             if prepared is not None:
                 federated, query, principal = prepared
                 _finish(update, federated.search(query, principal=principal), ctx)
-        return update
+        return start_of_query(update)
 
     async def aretrieve(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
         ctx = settings(runtime)
@@ -163,11 +221,11 @@ def make_retrieve(factory: RetrieverFactory | None = None) -> Any:
         with timed("retrieve", update):
             # Opening (or first building) a corpus index is file and SQLite work: keep it off the
             # event loop, which a server shares between all requests.
-            prepared = await asyncio.to_thread(prepare, state, ctx, update)
+            prepared = await asyncio.to_thread(prepare, state, ctx, update, runtime)
             if prepared is not None:
                 federated, query, principal = prepared
                 _finish(update, await federated.asearch(query, principal=principal), ctx)
-        return update
+        return start_of_query(update)
 
     return _dual(retrieve, aretrieve)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evident.answer import check_answer, parse_answer, render_answer, units_of
+from evident.answer import check_answer, known_ids, parse_answer, render_answer, units_of
 from evident.models import SourceError
 from evident.nodes.common import settings, timed
 from evident.offline.composer import compose_answer
@@ -18,8 +18,9 @@ def verify(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
     with timed("verify", update):
         # A model paraphrases, so its sentences are judged by their own measure (evident/support.py).
         model_written = state.get("generated_by") == "model"
+        known = known_ids(state.get("verified") or [], state.get("documents") or [])
         lines, removed = check_answer(
-            parse_answer(state.get("draft") or ""), state.get("verified") or [],
+            parse_answer(state.get("draft") or "", known), state.get("verified") or [],
             n=ctx.ngram_n, threshold=ctx.threshold, unsupported=ctx.unsupported,
             measure=GeneratedSentenceSupport(ctx.sentence_threshold) if model_written else None,
         )
@@ -27,7 +28,7 @@ def verify(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
             # Evidence was verified but none of the model's sentences stands on it: answer extractively.
             draft = compose_answer(state["query"], state.get("verified") or [])
             lines, more = check_answer(
-                parse_answer(draft), state.get("verified") or [],
+                parse_answer(draft, known), state.get("verified") or [],
                 n=ctx.ngram_n, threshold=ctx.threshold, unsupported=ctx.unsupported,
             )
             removed = removed + more

@@ -13,14 +13,14 @@ from typing import Sequence
 
 from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
-from evident.offline.sentences import Kind, is_noise, split_units, strip_marker
+from evident.offline.sentences import CONTINUATIONS, Kind, is_noise, split_units, strip_marker
 from evident.offline.terms import content_keys, coverage, query_weights, unit_terms
 
 __all__ = ["compose_answer", "answer_coverage", "preface", "PREFACE_LEAD", "PREFACE_TAIL", "MAX_SENTENCES"]
 
 PREFACE_LEAD = "The documentation does not explicitly state"
 PREFACE_TAIL = "Here are some details from the documentation which may help:"
-MAX_SENTENCES = 6
+MAX_SENTENCES = 4
 PASSAGE_RELEVANCE = 0.5
 
 
@@ -160,6 +160,37 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
     return out
 
 
+# When the answer must be cut, a sentence's query-term relevance counts less the later its passage
+# comes: the extractor ranked the passages with more than the query's words (IDF, headings, rank).
+PASSAGE_DECAY = 0.7
+
+
+def _rank(s: _Sentence) -> tuple[float, int]:
+    return (-s.relevance * PASSAGE_DECAY ** s.passage, s.order)
+
+
+def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
+    """`s` reads on from `prev`, the sentence right before it in the same quote: an item under its
+    label, the text under a heading, the answer after a question ("Yes.", "Nothing."), or a sentence
+    opening with "This", "It"..."""
+    if prev is None or prev.passage != s.passage or prev.order != s.order - 1:
+        return False
+    ends = prev.text.rstrip("\"'”’)")
+    if s.parent is not None or ends.endswith((":", "?", "？")) or not ends.endswith((".", "!", ";", "。", "！")):
+        return True
+    first = content_keys(s.text)[:1]
+    return bool(first) and first[0] in CONTINUATIONS
+
+
+def _on_topic(sentences: list[_Sentence]) -> list[_Sentence]:
+    """The sentences that share a query term, or continue the kept sentence right before them."""
+    kept: list[_Sentence] = []
+    for s in sentences:
+        if s.relevance > 0 or (kept and _continues(kept[-1], s)):
+            kept.append(s)
+    return kept
+
+
 def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     """At most MAX_SENTENCES, preferring those that share query terms, kept in source order."""
     weights = query_weights(query)
@@ -177,11 +208,12 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     for s in sentences:
         best[s.passage] = max(best.get(s.passage, 0.0), s.relevance)
     top = max(best.values(), default=0.0)
-    sentences = [s for s in sentences if best[s.passage] >= PASSAGE_RELEVANCE * top]
-    if len(sentences) > MAX_SENTENCES:
-        ranked = sorted(sentences, key=lambda s: (-s.relevance, s.order))[:MAX_SENTENCES]
+    sentences = _on_topic([s for s in sentences if best[s.passage] >= PASSAGE_RELEVANCE * top])
+    while len(sentences) > MAX_SENTENCES:
+        ranked = sorted(sentences, key=_rank)[:MAX_SENTENCES]
         keep = {s.order for s in ranked}
-        sentences = [s for s in sentences if s.order in keep]
+        # A continuation whose lead was cut would now follow the wrong sentence.
+        sentences = _on_topic([s for s in sentences if s.order in keep])
     # A label with none of its items left would dangle ("Not available for:" and nothing after).
     kept_parents = {s.parent for s in sentences if s.parent is not None}
     return [s for s in sentences if not s.label or s.order in kept_parents]

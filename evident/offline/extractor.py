@@ -14,10 +14,10 @@ from functools import lru_cache
 from typing import Sequence
 
 from evident.alignment.models import Passage, SourceDocument
-from evident.offline.sentences import Kind, is_noise, split_units
-from evident.offline.terms import ENTITY_WEIGHT, content_keys, entity_keys, pairs, query_terms, unit_terms
+from evident.offline.sentences import CONTINUATIONS, Kind, is_noise, split_units
+from evident.offline.terms import ENTITY_WEIGHT, content_keys, entity_keys, pairs, query_terms, scenario_keys, unit_terms
 
-__all__ = ["extract_passages"]
+__all__ = ["address_score", "extract_passages"]
 
 # A window is the best unit plus what continues it; beyond this it stops being a quote and becomes a page.
 MAX_WINDOW = 3
@@ -30,10 +30,13 @@ MAX_HEADER_GAP = 3
 GOOD_IDF_RATIO = 0.45
 # Query words that also sit next to each other in the sentence ("refund window") say more.
 BIGRAM_BONUS = 0.25
-# Retrieval order is evidence too, but weak: the first document gets +10%, the tenth +1%.
-RANK_BONUS = 0.1
+# Retrieval order is evidence too: a window of the k-th document (from 0) scores 1 / (1 + RANK_DECAY * k).
+RANK_DECAY = 0.1
 # Coverage left to a window whose document never mentions a name the question asks about.
 ENTITY_MISS = 0.5
+# Abstention threshold on `address_score`, chosen on the development set's trade-off curve
+# (benchmarks/abstention.py, docs/evaluation.md): false abstention at most 3% of answerable questions.
+MIN_COVERAGE = 0.28
 # Windows after the first need less coverage (multi-part questions) but must stay near the best one.
 SECONDARY_COVERAGE_RATIO = 0.5
 SECONDARY_SCORE_RATIO = 0.5
@@ -43,12 +46,6 @@ REPEATED_IN_2 = 0.8
 REPEATED_IN_3 = 0.2
 # Past this many words a unit (a run-on table row, an unpunctuated paragraph) matches by sheer size.
 LONG_UNIT_WORDS = 40
-# Sentences opening with these lean on the previous one, so they belong in its window.
-_CONTINUATIONS = frozenset(
-    """it its this these that those they them such however otherwise then also instead additionally
-    note alternatively therefore thus here""".split()
-)
-
 _BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
@@ -65,6 +62,9 @@ class _Unit:
     key: tuple[str, ...]
     first_word: str
     new_paragraph: bool
+    # The section heading this unit sits under (its index, -1 if none) and how many units below it.
+    section: int = -1
+    depth: int = 0
 
 
 @dataclass
@@ -84,6 +84,23 @@ class _Doc:
     terms: frozenset[str]
 
 
+# Past this many words a line is a paragraph, not a heading.
+HEADING_WORDS = 16
+
+
+def _is_section_heading(text: str, start: int, end: int, kind: Kind) -> bool:
+    """A Markdown heading, or a short line standing alone that does not end like a sentence (the
+    headings of HTML-extracted pages; a FAQ's question counts, its answer follows)."""
+    if kind == "heading":
+        return True
+    if kind != "prose" or text[start:end].rstrip().endswith((".", "!", ":", ";", ",")):
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    alone = not text[line_start:start].strip() and not text[end : len(text) if line_end < 0 else line_end].strip()
+    return alone and len(text[start:end].split()) <= HEADING_WORDS
+
+
 @lru_cache(maxsize=256)
 def _analyse(text: str) -> _Doc:
     """Units of one document with their matching keys; cached because the same pages come back
@@ -91,7 +108,13 @@ def _analyse(text: str) -> _Doc:
     out: list[_Unit] = []
     prev_end = 0
     spans = split_units(text)
+    section, depth = -1, 0
     for idx, (s, e, kind) in enumerate(spans):
+        heading = _is_section_heading(text, s, e, kind)
+        if heading:
+            section, depth = idx, 0
+        else:
+            depth += 1
         gap = text[prev_end:s]
         prev_end = e
         noise = is_noise(text[s:e], kind)
@@ -113,12 +136,15 @@ def _analyse(text: str) -> _Doc:
                 end=e,
                 kind=kind,
                 noise=noise,
-                label=kind == "heading" or body.rstrip("*_ ").endswith(":") or header,
+                # A heading is quoted with the text it introduces, never alone.
+                label=heading or body.rstrip("*_ ").endswith(":") or header,
                 terms=frozenset(seq),
                 pairs=frozenset(pairs(seq)),
                 key=keys,
                 first_word=keys[0] if keys else "",
                 new_paragraph=idx > 0 and len(_BREAK.findall(gap)) >= 2,
+                section=section if section != idx else -1,
+                depth=depth,
             )
         )
     return _Doc(tuple(out), frozenset().union(*(u.terms for u in out)))
@@ -159,6 +185,7 @@ class _Scorer:
                 prior *= ENTITY_WEIGHT
             self.weights[t] = self.idf[t] * prior
         self.total = sum(self.weights.values())
+        self.scenario = scenario_keys(query)
         self.pairs = frozenset(pairs([t for t, _ in terms]))
         # Names the retrieved set knows, per document (title and URL included): a window from a
         # document that never names what the question names is about something else.
@@ -174,8 +201,11 @@ class _Scorer:
         self.superseded = [is_superseded(d) for d in documents]
 
     def coverage(self, terms: frozenset[str], doc: int) -> float:
-        """Share of the query weight a window covers; names count when its document names them."""
-        share = self.matched(terms | (self.names & self.doc_terms[doc])) / self.total
+        """Share of the query weight a window covers; names count when its document names them.
+        Scenario terms count only where they match: the scenario chooses, it does not veto."""
+        present = terms | (self.names & self.doc_terms[doc])
+        missing = sum(w for t, w in self.weights.items() if t in self.scenario and t not in present)
+        share = self.matched(present) / (self.total - missing) if self.total > missing else 0.0
         if any(t not in self.doc_terms[doc] for t in self.known_names):
             share *= ENTITY_MISS
         return share
@@ -189,7 +219,7 @@ class _Scorer:
 
     def factor(self, doc: int, key: tuple[str, ...], n_words: int) -> float:
         """Multipliers that do not depend on the query terms: rank, repetition, length."""
-        f = 1.0 + RANK_BONUS / (1 + doc)
+        f = 1.0 / (1.0 + RANK_DECAY * doc)
         if self.superseded[doc]:
             f *= SUPERSEDED
         copies = self.repeats.get(key, 1)
@@ -246,7 +276,7 @@ def _grow(units: Sequence[_Unit], anchor: int, used: set[int], relevant: set[int
             k in relevant
             or tail.label
             or (nxt.kind == tail.kind and nxt.kind in ("item", "row") and units[first].label)
-            or (nxt.kind == "prose" and nxt.first_word in _CONTINUATIONS)
+            or (nxt.kind == "prose" and nxt.first_word in CONTINUATIONS)
         )
         if not continues:
             break
@@ -256,37 +286,35 @@ def _grow(units: Sequence[_Unit], anchor: int, used: set[int], relevant: set[int
     return first, last
 
 
-def extract_passages(
-    query: str,
-    documents: Sequence[SourceDocument],
-    *,
-    max_passages: int = 6,
-    max_per_document: int = 3,
-    min_coverage: float = 0.3,
-) -> list[Passage]:
-    """Verbatim sentence windows from `documents` (in retrieval rank order) relevant to `query`.
+# A section heading that matches the question ("I need an extension (I am not in New York right
+# now)") points at the text under it, which answers in other words: the first unit below it gets
+# HEADING_SHARE of the heading's score, each further unit HEADING_DECAY times less.
+HEADING_SHARE = 1.0
+HEADING_DECAY = 0.5
 
-    Each passage is `document.content[start:end]` for a window of at most ~3 consecutive units
-    (5 for a label or table header with its list or rows), ids "p1", "p2", ... in score order
-    (ties: document order, then position); at most `max_per_document` per document, never
-    overlapping. Returns [] when no window covers at least `min_coverage` of the query's
-    IDF-weighted term weight with at least one specific (high-IDF) term: the caller then answers
-    "not sufficient information".
-    """
-    if max_passages <= 0 or not documents:
-        return []
+
+def _under_heading(scorer: _Scorer, units: Sequence[_Unit], u: _Unit) -> float:
+    if u.section < 0 or HEADING_SHARE <= 0:
+        return 0.0
+    head = units[u.section]
+    # Only what the unit does not already say: a heading repeating the unit's words adds nothing.
+    return HEADING_SHARE * scorer.raw(head.terms, head.pairs) * HEADING_DECAY ** max(0, u.depth - 1)
+
+
+def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[_Scorer, list[tuple[_Unit, ...]], list[_Window]]:
+    """Every candidate window of `documents` for `query`, best score first (ties: document, position)."""
     analysed = [_analyse(d.content) for d in documents]
     units = [a.units for a in analysed]
     scorer = _Scorer(query, analysed, documents)
     if scorer.total <= 0:
-        return []
+        return scorer, units, []
 
     scores: dict[tuple[int, int], float] = {}
     for d, doc_units in enumerate(units):
         for u in doc_units:
             if u.noise:
                 continue
-            raw = scorer.raw(u.terms, u.pairs)
+            raw = scorer.raw(u.terms, u.pairs) + _under_heading(scorer, doc_units, u)
             if raw > 0:
                 scores[(d, u.idx)] = raw * scorer.factor(d, u.key, len(u.key))
     order = sorted(scores, key=lambda k: (-scores[k], k[0], k[1]))
@@ -305,18 +333,57 @@ def extract_passages(
         terms = frozenset().union(*(u.terms for u in span if not u.noise))
         unit_pairs = frozenset().union(*(u.pairs for u in span if not u.noise))
         n_words = sum(len(u.key) for u in span)
-        score = scorer.raw(terms, unit_pairs) * scorer.factor(d, units[d][i].key, n_words)
+        if all(u.label and u.kind != "row" and u.section < 0 or u.noise for u in span):
+            continue  # a heading whose text went to other windows says nothing by itself
+        lead = _under_heading(scorer, units[d], units[d][first])
+        score = (scorer.raw(terms, unit_pairs) + lead) * scorer.factor(d, units[d][i].key, n_words)
+        # The heading a window sits under is part of what it says ("I need an extension" above "If
+        # you are out of state...").
+        section = units[d][first].section
+        context = terms | units[d][section].terms if section >= 0 else terms
         windows.append(
             _Window(
-                d, first, last, score, scorer.coverage(terms, d), scorer.good(terms),
+                d, first, last, score, scorer.coverage(context, d), scorer.good(terms),
                 sum(1 for t in scorer.weights if t in terms),
             )
         )
-
     windows.sort(key=lambda w: (-w.score, w.doc, w.first))
+    return scorer, units, windows
+
+
+def address_score(query: str, documents: Sequence[SourceDocument]) -> float:
+    """How well the retrieved text addresses `query` (0..1): the largest share of the query's
+    weighted terms that one window covers, among windows holding a specific term. The extractor
+    abstains below its `min_coverage`; benchmarks/abstention.py draws the trade-off curve of it."""
+    if not documents:
+        return 0.0
+    _, _, windows = _windows(query, documents)
+    return max((w.coverage for w in windows), default=0.0)
+
+
+def extract_passages(
+    query: str,
+    documents: Sequence[SourceDocument],
+    *,
+    max_passages: int = 6,
+    max_per_document: int = 3,
+    min_coverage: float = MIN_COVERAGE,
+) -> list[Passage]:
+    """Verbatim sentence windows from `documents` (in retrieval rank order) relevant to `query`.
+
+    Each passage is `document.content[start:end]` for a window of at most ~3 consecutive units
+    (5 for a label or table header with its list or rows), ids "p1", "p2", ... in score order
+    (ties: document order, then position); at most `max_per_document` per document, never
+    overlapping. Returns [] when `address_score` is below `min_coverage` (no window covers that
+    share of the query's IDF-weighted term weight with at least one specific, high-IDF term): the
+    caller then answers "not sufficient information".
+    """
+    if max_passages <= 0 or not documents:
+        return []
+    scorer, units, windows = _windows(query, documents)
     if not windows:
         return []
-    best = next((w for w in windows if w.good and w.coverage >= min_coverage), None)
+    best = next((w for w in windows if w.coverage >= min_coverage), None)
     if best is None:
         return []
 

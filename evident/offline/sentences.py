@@ -12,7 +12,7 @@ from typing import Literal
 
 Kind = Literal["heading", "item", "row", "code", "fence", "rule", "prose"]
 
-__all__ = ["Kind", "split_sentences", "split_units", "unit_kind", "strip_marker", "is_noise"]
+__all__ = ["CONTINUATIONS", "Kind", "split_sentences", "split_units", "unit_kind", "strip_marker", "is_noise"]
 
 _HEADING = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t]|$)")
 _FENCE = re.compile(r"[ \t]{0,3}(```+|~~~+)")
@@ -39,6 +39,12 @@ _ABBREV_BEFORE_DIGIT = frozenset(
     "no nos nr p pp vol ch sec art ref jan feb mar apr jun jul aug sep sept oct nov dec".split()
 )
 _DOTTED = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]\.?$")
+
+# Sentences opening with these lean on the previous one: they are quoted and shown with it.
+CONTINUATIONS = frozenset(
+    """it its this these that those they them such however otherwise then also instead additionally
+    note alternatively therefore thus here""".split()
+)
 
 _SHORT_LINE = 30
 # Nobody hard-wraps prose this narrow: a block of lines all shorter than this is a list of labels.
@@ -317,7 +323,9 @@ def is_noise(sentence: str, kind: Kind | None = None) -> bool:
         return True
     # CJK writes a whole clause without spaces; count its characters as words.
     single = len(tokens) == 1 and len(_CJK.findall(tokens[0])) <= 1
-    if single and kind not in ("item", "row", "code"):
+    # "Yes." or "Nothing." after a question is its answer, not a fragment.
+    answer_word = single and kind == "prose" and body[:1].isupper() and body.endswith((".", "!"))
+    if single and kind not in ("item", "row", "code") and not answer_word:
         return True
     if len(tokens) <= 12 and _BOILERPLATE.search(body):
         return True

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from evident.lexicon import STOPWORDS, stem, term_weight, words
+from evident.lexicon import STOPWORDS, message_parts, message_words, stem, term_weight, words
 
-__all__ = ["unit_terms", "pairs", "content_keys", "query_terms", "entity_keys", "query_weights", "coverage"]
+__all__ = ["unit_terms", "pairs", "content_keys", "query_terms", "entity_keys", "query_weights", "coverage",
+           "scenario_keys"]
 
 _HIRAGANA = re.compile(r"[\u3040-\u309f]")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
@@ -62,15 +63,32 @@ _HOW_QUANTITY = frozenset("long many much often soon far".split())
 
 
 def query_terms(query: str) -> list[tuple[str, float]]:
-    """The query's matching keys in order, each with a corpus-free prior weight."""
+    """The query's matching keys in order, each with a corpus-free prior weight: filler words count
+    less, the scenario of a message less than its asking part, greetings and requests not at all."""
     out: dict[str, float] = {}
-    prev = ""
-    for w in words(query):
-        prior = 0.3 if prev == "how" and w in _HOW_QUANTITY else term_weight(w)
-        prev = w
-        for key in _keys(w):
-            out[key] = max(out.get(key, 0.0), prior) if key in out else prior
+    message = message_words(query)
+    for part, part_weight in message_parts(query):
+        prev = ""
+        for w in words(part):
+            prior = 0.3 if prev == "how" and w in _HOW_QUANTITY else term_weight(w)
+            prev = w
+            weight = prior * part_weight if message.get(w, 1.0) > 0 else 0.0
+            if weight <= 0:
+                continue
+            for key in _keys(w):
+                out[key] = max(out.get(key, 0.0), weight)
     return list(out.items())
+
+
+def scenario_keys(query: str) -> frozenset[str]:
+    """Keys that occur only in the scenario of the message, not in its asking part: they help
+    choose among passages, but a passage that does not mention them can still answer."""
+    asking: set[str] = set()
+    scenario: set[str] = set()
+    for part, weight in message_parts(query):
+        keys = {k for w in words(part) for k in _keys(w)}
+        (asking if weight >= 1.0 else scenario).update(keys)
+    return frozenset(scenario - asking)
 
 
 _TOKEN = re.compile(r"\w+")

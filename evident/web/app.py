@@ -2,7 +2,8 @@
 
 The LangGraph server merges these routes into its own app, so `langgraph dev`, `langgraph up` and a
 LangGraph deployment all expose them next to `/runs`, `/assistants`, `/docs`. The answer page will
-be added here too.
+be added here too. This app's middleware, `BrowserGuard` (evident/web/browser.py), wraps the
+whole server: the LangGraph server applies it before its own.
 
 Endpoints are plain functions: Starlette runs them in its thread pool, which matters because reading
 settings touches files and the LangGraph dev server refuses blocking calls on its event loop.
@@ -20,12 +21,15 @@ from importlib import metadata
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import evident
 from evident.context import ConfigError, EvidentContext
+from evident.web.browser import BrowserGuard
+from evident.web.settings import server_settings
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +74,20 @@ def health(request: Request) -> JSONResponse:
         "model": ctx.model if ctx.resolved_mode == "llm" else None,
         "sources": len(ctx.sources) or len(ctx.corpus_paths()),
         "retriever": retriever,
+        "auth": _auth_mode(),
     }
     return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)
+
+
+def _auth_mode() -> str:
+    try:
+        settings = server_settings()
+    except ConfigError:
+        return "invalid"
+    if settings.auth_configured:
+        return "+".join(name for name, on in (("tokens", settings.tokens_file is not None),
+                                              ("jwt", settings.jwt_configured)) if on)
+    return "insecure" if settings.insecure else "loopback"
 
 
 def _version_of(package: str) -> str | None:
@@ -89,4 +105,10 @@ def version(request: Request) -> JSONResponse:
     })
 
 
-app = Starlette(routes=[Route("/health", health), Route("/version", version)], lifespan=lifespan)
+try:  # read now, at import, rather than on the event loop of the first request
+    server_settings()
+except ConfigError as exc:
+    log.error("evident: %s: every request will be refused until it is fixed", exc)
+
+app = Starlette(routes=[Route("/health", health), Route("/version", version)], lifespan=lifespan,
+                middleware=[Middleware(BrowserGuard)])

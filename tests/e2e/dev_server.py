@@ -15,7 +15,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,8 @@ def hermetic_config(folder: Path) -> Path:
     for graph in config["graphs"].values():
         graph["path"] = _absolute(graph["path"])
     config["http"]["app"] = _absolute(config["http"]["app"])
+    if "auth" in config:
+        config["auth"]["path"] = _absolute(config["auth"]["path"])
     config["dependencies"] = [str(ROOT)]
     env_file = folder / "server.env"
     env_file.write_text("", encoding="utf-8")
@@ -113,3 +116,13 @@ def start(folder: Path, *, env: Mapping[str, str] | None = None, jobs: int = 8,
     except BaseException:
         server.stop()
         raise
+
+
+@contextmanager
+def running(folder: Path, *, env: Mapping[str, str] | None = None) -> Iterator[DevServer]:
+    """`start`, and `stop` when the block ends (a test fixture's whole life)."""
+    server = start(folder, env=env)
+    try:
+        yield server
+    finally:
+        server.stop()

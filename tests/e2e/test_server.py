@@ -56,23 +56,23 @@ def server_env(root: Path, examples: Path, **extra: str) -> dict[str, str]:
             "EVIDENT_INDEX_DIR": str(root / "indexes"), **extra}
 
 
-@pytest.fixture(scope="module")
-def langsmith_api() -> Iterator[LangSmithServer]:
-    """Where LangSmith traffic would go: the served server has a key but tracing is not on."""
-    with LangSmithServer() as api:
-        yield api
+# `served` (the server without authentication) and `langsmith_api` come from tests/e2e/conftest.py.
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, examples: Path,
-           langsmith_api: LangSmithServer) -> Iterator[DevServer]:
-    root = tmp_path_factory.mktemp("served")
-    env = server_env(root, examples, LANGSMITH_API_KEY="a-key-without-tracing", LANGSMITH_ENDPOINT=langsmith_api.url)
-    server = dev_server.start(root / "server", env=env)
-    try:
+def model() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as server:
         yield server
-    finally:
-        server.stop()
+
+
+@pytest.fixture(scope="module")
+def served_llm(tmp_path_factory: pytest.TempPathFactory, examples: Path, model: OpenAIServer) -> Iterator[DevServer]:
+    """A deployment with a model: only the deployment may name one (a request may not)."""
+    root = tmp_path_factory.mktemp("served-llm")
+    env = server_env(root, examples, EVIDENT_MODEL="test-model", OPENAI_BASE_URL=model.base_url,
+                     OPENAI_API_KEY="test-key", EVIDENT_MODEL_TIMEOUT="20")
+    with dev_server.running(root / "server", env=env) as server:
+        yield server
 
 
 def sse(response: httpx.Response) -> Iterator[tuple[str, Any]]:
@@ -108,7 +108,7 @@ def test_health_and_version(served: DevServer) -> None:
     assert health.status_code == 200
     body = health.json()
     assert body["status"] == "ok" and body["graph"] == "evident" and body["mode"] == "offline"
-    assert body["retriever"]["ready"] is True and body["sources"] == 2
+    assert body["retriever"]["ready"] is True and body["sources"] == 2 and body["auth"] == "loopback"
     version = httpx.get(f"{served.url}/version", timeout=10).json()
     assert version["evident"] == "0.1.0" and version["packages"]["langgraph"]
     # The LangGraph server's own routes are still there beside ours.
@@ -126,7 +126,7 @@ def test_sdk_runs_wait(served: DevServer) -> None:
     out = client.runs.wait(None, "evident", input={"query": Q})
     check_answer(out)
     assert [a["action"] for a in out["alignment"]] and out["timings_ms"]["retrieve"] >= 0
-    # A request's context overrides the served settings for that run only.
+    # A request's allowed settings override the served ones for that run only.
     strict = client.runs.wait(None, "evident", input={"query": Q}, context={"threshold": 1.0, "top_n": 2})
     assert len(strict["documents"]) <= 2
 
@@ -169,8 +169,10 @@ def test_schemas_and_graph_for_studio(served: DevServer) -> None:
     assert {"query", "principal"} <= set(body["input_schema"]["properties"])
     assert {"answer", "citations", "alignment", "source_errors"} <= set(body["state_schema"]["properties"])
     context = body["context_schema"]
+    # Studio offers what a request may set, and nothing the deployment alone decides.
     assert context["title"] == "EvidentContext"
-    assert {"model", "base_url", "ngram_n", "threshold", "corpus", "sources", "mode"} <= set(context["properties"])
+    assert {"ngram_n", "threshold", "top_n", "k"} <= set(context["properties"])
+    assert not {"model", "base_url", "corpus", "sources", "mode", "index_path"} & set(context["properties"])
     graph = client.assistants.get_graph(assistant["assistant_id"])
     assert NODES <= {n["id"] for n in graph["nodes"]}
     assert client.assistants.get(assistant["assistant_id"])["graph_id"] == "evident"
@@ -179,36 +181,32 @@ def test_schemas_and_graph_for_studio(served: DevServer) -> None:
 # -- permissions through the server ------------------------------------------------------------------
 
 
-def test_a_restricted_document_stays_hidden_from_who_may_not_see_it(served: DevServer) -> None:
+def test_a_restricted_document_stays_hidden_whatever_the_body_says(served: DevServer) -> None:
+    """No authentication: everyone is anonymous, and a principal in the body changes nothing."""
     client = get_sync_client(url=served.url)
     query = "How large is the executive bonus pool for 2025?"
-    bob = {"user": "bob", "groups": ["staff"]}
-    hidden = client.runs.wait(None, "evident", input={"query": query, "principal": bob})
-    assert hidden["acl_dropped"] == 1
-    dumped = json.dumps(hidden)
-    for marker in SECRET_MARKERS:
-        assert marker not in dumped, marker
-    shown = client.runs.wait(None, "evident",
-                             input={"query": query, "principal": {"user": "carol", "groups": ["executives"]}})
-    assert shown["acl_dropped"] == 0 and "4.2 million" in shown["answer"]
+    for body in ({"query": query}, {"query": query, "principal": {"user": "carol", "groups": ["executives"]}}):
+        out = client.runs.wait(None, "evident", input=body)
+        dumped = json.dumps(out)
+        for marker in SECRET_MARKERS:
+            assert marker not in dumped, marker
+        # Nothing tells the caller that a hidden document matched.
+        assert "acl_dropped" not in out and all(run["denied"] == 0 for run in out["source_runs"])
+    assert out["notes"] and "principal was ignored" in out["notes"][0]
 
 
 # -- LLM mode: answer tokens stream through the server -------------------------------------------------
 
 
-def test_answer_tokens_stream_through_the_server(served: DevServer) -> None:
+def test_answer_tokens_stream_through_the_server(served_llm: DevServer, model: OpenAIServer) -> None:
     # The served corpus is the examples; the scripted model quotes one of its pages.
-    with OpenAIServer() as model:
-        quote = "Expense reports must be submitted in Ledgerly within 30 days of the trip's end date."
-        url = "https://policies.tessellate.example/finance/travel-and-expenses"
-        model.script(extract=[passages_reply((url, quote))],
-                     generate=[Reply(content=f"{quote} [{url}]", chunk_chars=5)])
-        body = {"assistant_id": "evident", "input": {"query": Q},
-                "context": {"model": "test-model", "base_url": model.base_url, "api_key": "test-key",
-                            "model_timeout_s": 20},
-                "stream_mode": ["updates", "messages-tuple"]}
-        with httpx.stream("POST", f"{served.url}/runs/stream", json=body, timeout=60) as response:
-            events = list(sse(response))
+    quote = "Expense reports must be submitted in Ledgerly within 30 days of the trip's end date."
+    url = "https://policies.tessellate.example/finance/travel-and-expenses"
+    model.script(extract=[passages_reply((url, quote))],
+                 generate=[Reply(content=f"{quote} [{url}]", chunk_chars=5)])
+    body = {"assistant_id": "evident", "input": {"query": Q}, "stream_mode": ["updates", "messages-tuple"]}
+    with httpx.stream("POST", f"{served_llm.url}/runs/stream", json=body, timeout=60) as response:
+        events = list(sse(response))
     tokens = [data[0]["content"] for e, data in events
               if e == "messages" and data[1].get("langgraph_node") == "generate" and data[0].get("content")]
     assert len(tokens) > 5 and "".join(tokens) == f"{quote} [{url}]"
@@ -228,10 +226,3 @@ def test_no_langsmith_traffic_when_tracing_is_off(served: DevServer, langsmith_a
     out = get_sync_client(url=served.url).runs.wait(None, "evident", input={"query": Q})
     assert out["status"] == "answered"
     assert langsmith_api.requests == []
-
-
-def test_a_corpus_chosen_per_request_is_indexed_off_the_event_loop(served: DevServer, tmp_path: Path) -> None:
-    hr = write_hr_corpus(tmp_path / "per-request")
-    out = get_sync_client(url=served.url).runs.wait(
-        None, "evident", input={"query": "When is the staff bonus paid?"}, context={"corpus": [str(hr)]})
-    assert out["status"] == "answered", out.get("error")

@@ -34,11 +34,8 @@ def traced_server(tmp_path_factory: pytest.TempPathFactory, examples: Path,
     env = server_env(root, examples, LANGSMITH_TRACING="true", LANGSMITH_API_KEY="test-key",
                      LANGSMITH_ENDPOINT=langsmith_api.url, LANGSMITH_PROJECT="evident-e2e",
                      LANGSMITH_DISABLE_RUN_COMPRESSION="true")
-    server = dev_server.start(root / "server", env=env)
-    try:
+    with dev_server.running(root / "server", env=env) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def wait_for_trace(api: LangSmithServer, root_id: str) -> dict[str, dict[str, Any]]:
@@ -60,14 +57,17 @@ def test_served_runs_are_traced_by_environment_with_summaries_and_no_hidden_docu
     client = get_sync_client(url=traced_server.url)
     query = "How large is the executive bonus pool for 2025 and when is the staff bonus paid?"
     run = client.runs.create(None, "evident", input={"query": query, "principal": {"user": "bob", "groups": ["staff"]}})
-    client.runs.join(run["thread_id"], run["run_id"])
+    output = client.runs.join(run["thread_id"], run["run_id"])
     # The server traces its run under the same id as the run it reports.
     runs = wait_for_trace(langsmith_api, run["run_id"])
     for name in PATH:
         assert name in runs, name
         assert metadata(runs[name])["langgraph_node"] == name
     retrieve = metadata(runs["retrieve"])
-    assert retrieve["acl_dropped"] == 1 and retrieve["sources"][0]["denied"] == 1
+    # How many documents permissions hid: in the trace (for the operator), never in the caller's output.
+    assert retrieve["acl_dropped"] == 1 and list(retrieve["denied_by_source"].values()) == [1]
+    assert "denied" not in retrieve["sources"][0]
+    assert "acl_dropped" not in output and all(r["denied"] == 0 for r in output["source_runs"])
     align = metadata(runs["align"])
     assert align["passages"] == sum(align[a] for a in ("kept", "truncated", "relinked", "dropped"))
     assert all("overlap" in d and "spans" in d for d in align["decisions"])

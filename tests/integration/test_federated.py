@@ -275,7 +275,7 @@ def test_restricted_documents_never_reach_the_answer_or_the_outputs(mode: str) -
     config = {"callbacks": [handler]}
     ctx = EvidentContext()
     out = graph.invoke(query, config, context=ctx) if mode == "sync" else asyncio.run(graph.ainvoke(query, config, context=ctx))
-    assert out["acl_dropped"] == 1
+    assert "acl_dropped" not in out and [r.denied for r in out["source_runs"]] == [0, 0]
     assert out["status"] == "degraded" and out["source_errors"][0].source == "down"
     for text in (_state_json(out), _dump_runs(handler)):
         assert "4.2 million" not in text and "exec-comp" not in text and "Executive compensation" not in text
@@ -283,7 +283,6 @@ def test_restricted_documents_never_reach_the_answer_or_the_outputs(mode: str) -
 
     # The same question from an executive: the document is there, so the test above is not vacuous.
     allowed = graph.invoke({**query, "principal": Principal(user="carol", groups=["executives"])}, context=ctx)
-    assert allowed["acl_dropped"] == 0
     assert "4.2 million" in allowed["answer"]
     assert any(c.url == "https://hr.example/exec-comp" for c in allowed["citations"])
 
@@ -291,7 +290,7 @@ def test_restricted_documents_never_reach_the_answer_or_the_outputs(mode: str) -
 def test_anonymous_callers_see_public_documents_only() -> None:
     graph = build_graph(retriever=Scripted(docs=[RESTRICTED, PUBLIC]))
     out = graph.invoke({"query": "How large is the executive bonus pool for 2025?"})
-    assert out["acl_dropped"] == 1 and "4.2 million" not in _state_json(out)
+    assert "acl_dropped" not in out and "4.2 million" not in _state_json(out)
     only_secret = build_graph(retriever=Scripted(docs=[RESTRICTED])).invoke({"query": "executive bonus pool 2025?"})
     assert only_secret["answer"] == INSUFFICIENT_ANSWER and only_secret["documents"] == []
     assert only_secret["status"] == "insufficient"  # hidden documents are not a failure of the source

@@ -141,7 +141,7 @@ def test_ask_answers_from_every_source(workdir: Path) -> None:
     assert out["status"] == "answered", out
     sources = {r["source"] for r in out["retrieved"]}
     assert sources == {"handbook", "wiki", "confluence", "docs"}
-    assert out["acl_dropped"] == 1  # the finance page, for an anonymous caller
+    assert "acl_dropped" not in out  # the finance page is hidden, and so is the count of hidden pages
     assert "180,000" not in proc.stdout and "upgrade budget" not in proc.stdout
     assert {r["source"]: r["status"] for r in out["source_runs"]} == dict.fromkeys(sources, "ok")
     retrieved = {r["url"] for r in out["retrieved"]}
@@ -149,7 +149,7 @@ def test_ask_answers_from_every_source(workdir: Path) -> None:
 
     finance = run("ask", "What is the Flow 5 upgrade budget?", "--config", "evident.toml", "--user", "fiona",
                   "--group", "finance", "--json", cwd=workdir)
-    assert json.loads(finance.stdout)["acl_dropped"] == 0 and "180,000 EUR" in finance.stdout
+    assert "180,000 EUR" in finance.stdout
 
 
 def test_async_graph_over_live_connectors(workdir: Path, servers: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -157,7 +157,7 @@ def test_async_graph_over_live_connectors(workdir: Path, servers: dict[str, Any]
         monkeypatch.setenv(name, value)
     ctx = EvidentContext.from_env(workdir / "evident.toml")
     out = asyncio.run(graph.ainvoke({"query": Q, "principal": {"user": "fiona", "groups": ["finance"]}}, context=ctx))
-    assert out["status"] == "answered" and out["acl_dropped"] == 0
+    assert out["status"] == "answered"
     assert {d.source for d in out["documents"]} == {"handbook", "wiki", "confluence", "docs"}
 
 

@@ -99,7 +99,7 @@ def test_every_node_is_a_run_with_its_summary_and_no_hidden_document(langsmith_a
     g = hr_graph()
     principal = {"user": "bob", "groups": ["staff"]}
     out = traced(langsmith_api, lambda: g.invoke({"query": QUERY, "principal": principal}, context=EvidentContext()))
-    assert out["acl_dropped"] == 1 and out["status"] == "degraded"
+    assert "acl_dropped" not in out and out["status"] == "degraded"  # the count is for traces only
     runs = node_runs(langsmith_api)
     assert set(runs) == set(OFFLINE_PATH)
 
@@ -107,7 +107,8 @@ def test_every_node_is_a_run_with_its_summary_and_no_hidden_document(langsmith_a
     assert retrieve["acl_dropped"] == 1 and retrieve["documents"] == 1
     assert retrieve["documents_by_source"] == {"hr": 1}
     by_source = {s["source"]: s for s in retrieve["sources"]}
-    assert by_source["hr"]["status"] == "ok" and by_source["hr"]["documents"] == 1 and by_source["hr"]["denied"] == 1
+    assert by_source["hr"]["status"] == "ok" and by_source["hr"]["documents"] == 1
+    assert retrieve["denied_by_source"] == {"hr": 1}
     assert by_source["wiki"]["status"] == "error" and by_source["wiki"]["documents"] == 0
     assert all(isinstance(s["latency_ms"], float) for s in retrieve["sources"])
     assert [e["source"] for e in retrieve["source_errors"]] == ["wiki"]
@@ -145,7 +146,7 @@ def test_the_restricted_document_is_traced_for_a_caller_who_may_see_it(langsmith
     g = hr_graph()
     out = traced(langsmith_api, lambda: g.invoke(
         {"query": QUERY, "principal": {"user": "carol", "groups": ["executives"]}}, context=EvidentContext()))
-    assert out["acl_dropped"] == 0 and "4.2 million" in out["answer"]
+    assert "4.2 million" in out["answer"]
     assert "4.2 million" in langsmith_api.sent_text()
 
 
@@ -250,7 +251,7 @@ def test_the_model_never_sees_a_hidden_document(server: OpenAIServer, langsmith_
     g = hr_graph()
     out = traced(langsmith_api, lambda: g.invoke({"query": QUERY, "principal": {"user": "bob"}},
                                                  context=llm_context(server)))
-    assert out["acl_dropped"] == 1 and server.requests
+    assert "acl_dropped" not in out and server.requests
     prompts = "\n".join(r.text for r in server.requests)
     sent = langsmith_api.sent_text()
     for marker in SECRET_MARKERS:

@@ -4,17 +4,25 @@ Point `LANGSMITH_ENDPOINT` at `server.url` (with `LANGSMITH_TRACING=true` and an
 LangSmith client of that process (the test's own, or a `langgraph dev` server's) posts its runs here:
 `GET /info`, then `POST /runs/multipart` (or `/runs/batch`, `POST /runs`, `PATCH /runs/{id}`).
 `runs` merges the create and update parts of each run by id; `bodies` keeps every request body as
-received, for checks that some text was never sent at all. Stdlib only.
+received, for checks that some text was never sent at all.
+
+It also keeps, in memory, what `langsmith.evaluate` needs to run an experiment: datasets
+(`/datasets`), their examples (`/examples/bulk`, `GET /examples`), experiments (`/sessions`) and
+feedback (`POST /feedback`, or `feedback.*` parts of a multipart upload): `datasets`, `examples`,
+`sessions` and `feedback`. Stdlib only.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import uuid
+from datetime import datetime, timezone
 from email.parser import BytesParser
 from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 INFO = {
     "version": "0.0.0-test",
@@ -45,18 +53,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
-        self.server.owner._record("GET", self.path, b"", "")
-        self._reply(200, INFO if self.path.rstrip("/").endswith("/info") else {})
+        owner = self.server.owner
+        owner._record("GET", self.path, b"", "")
+        if self.path.split("?")[0].rstrip("/").endswith("/info"):
+            self._reply(200, INFO)
+            return
+        status, payload = owner._api("GET", self.path, b"")
+        self._reply(status, payload)
 
     def do_POST(self) -> None:
         body = self._body()
-        self.server.owner._record("POST", self.path, body, self.headers.get("Content-Type", ""))
-        self._reply(200, {})
+        owner = self.server.owner
+        owner._record("POST", self.path, body, self.headers.get("Content-Type", ""))
+        self._reply(*owner._api("POST", self.path, body))
 
     def do_PATCH(self) -> None:
         body = self._body()
-        self.server.owner._record("PATCH", self.path, body, self.headers.get("Content-Type", ""))
-        self._reply(200, {})
+        owner = self.server.owner
+        owner._record("PATCH", self.path, body, self.headers.get("Content-Type", ""))
+        self._reply(*owner._api("PATCH", self.path, body))
 
 
 class _Server(ThreadingHTTPServer):
@@ -70,6 +85,10 @@ class LangSmithServer:
         self.requests: list[tuple[str, str]] = []
         self.bodies: list[bytes] = []
         self.runs: dict[str, dict[str, Any]] = {}
+        self.datasets: dict[str, dict[str, Any]] = {}
+        self.examples: dict[str, dict[str, Any]] = {}
+        self.sessions: dict[str, dict[str, Any]] = {}
+        self.feedback: list[dict[str, Any]] = []
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -114,6 +133,88 @@ class LangSmithServer:
     def finished(self, name: str) -> list[dict[str, Any]]:
         return [r for r in self.runs_named(name) if r.get("end_time")]
 
+    def experiment_feedback(self, session_name: str) -> list[dict[str, Any]]:
+        """Feedback on the runs of the experiment (session) of that name."""
+        with self._lock:
+            ids = {sid for sid, sess in self.sessions.items() if sess["name"] == session_name}
+            runs = {rid for rid, run in self.runs.items() if str(run.get("session_id")) in ids}
+            return [dict(f) for f in self.feedback
+                    if str(f.get("session_id")) in ids or str(f.get("run_id")) in runs]
+
+    # -- the dataset / experiment API -----------------------------------------------------------
+
+    def _api(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
+        """In-memory datasets, examples, sessions and feedback; anything else answers {} as before."""
+        parts = urlsplit(path)
+        route = [p for p in parts.path.split("/") if p and p not in ("api", "v1")]
+        query = {k: v for k, v in parse_qs(parts.query).items()}
+        data = json.loads(body) if body and method != "GET" and body[:1] in (b"{", b"[") else {}
+        with self._lock:
+            if route[:1] == ["datasets"]:
+                return self._datasets(method, route[1:], query, data)
+            if route[:1] == ["examples"]:
+                return self._examples(method, route[1:], query, data)
+            if route[:1] == ["sessions"]:
+                return self._sessions(method, route[1:], query, data)
+            if route == ["feedback"] and method == "POST" and isinstance(data, dict):
+                self.feedback.append(data)
+                return 200, {**data, "created_at": _now(), "modified_at": _now()}
+        return 200, {}
+
+    def _datasets(self, method: str, rest: list[str], query: dict[str, list[str]], data: Any) -> tuple[int, Any]:
+        if method == "POST" and not rest:
+            if any(d["name"] == data.get("name") for d in self.datasets.values()):
+                return 409, {"detail": "dataset already exists"}
+            ds = {"id": str(data.get("id") or uuid.uuid4()), "name": data.get("name"), "created_at": _now(),
+                  "modified_at": _now(), "data_type": data.get("data_type") or "kv", "tenant_id": TENANT,
+                  "description": data.get("description"), "example_count": 0, "session_count": 0}
+            self.datasets[ds["id"]] = ds
+            return 200, ds
+        if method == "GET" and not rest:
+            return 200, _select(self.datasets, query, {"name": "name", "id": "id"})
+        if method == "GET" and len(rest) == 1:
+            ds = self.datasets.get(rest[0])
+            return (200, ds) if ds else (404, {"detail": "dataset not found"})
+        if method == "GET" and rest[1:] == ["version"]:
+            return 200, {"as_of": _now(), "tags": []}
+        return 200, {}
+
+    def _examples(self, method: str, rest: list[str], query: dict[str, list[str]], data: Any) -> tuple[int, Any]:
+        if method == "POST" and rest == ["bulk"] and isinstance(data, list):
+            made = []
+            for item in data:
+                ex = {"id": str(item.get("id") or uuid.uuid4()), "dataset_id": str(item.get("dataset_id")),
+                      "inputs": item.get("inputs") or {}, "outputs": item.get("outputs"),
+                      "metadata": item.get("metadata"), "created_at": _now(), "modified_at": _now()}
+                self.examples[ex["id"]] = ex
+                made.append(ex)
+            return 200, made
+        if method == "GET" and not rest:
+            return 200, _select(self.examples, query, {"dataset": "dataset_id", "id": "id"})
+        if method == "GET" and len(rest) == 1:
+            ex = self.examples.get(rest[0])
+            return (200, ex) if ex else (404, {"detail": "example not found"})
+        return 200, {}
+
+    def _sessions(self, method: str, rest: list[str], query: dict[str, list[str]], data: Any) -> tuple[int, Any]:
+        if method == "POST" and not rest:
+            if any(x["name"] == data.get("name") for x in self.sessions.values()):
+                return 409, {"detail": "session already exists"}
+            sess = {"id": str(data.get("id") or uuid.uuid4()), "name": data.get("name"),
+                    "start_time": data.get("start_time") or _now(), "tenant_id": TENANT,
+                    "reference_dataset_id": data.get("reference_dataset_id"), "extra": data.get("extra"),
+                    "description": data.get("description")}
+            self.sessions[sess["id"]] = sess
+            return 200, sess
+        if method == "GET" and not rest:
+            return 200, _select(self.sessions, query, {"name": "name", "id": "id"})
+        if len(rest) == 1 and rest[0] in self.sessions:
+            sess = self.sessions[rest[0]]
+            if method == "PATCH" and isinstance(data, dict):
+                sess.update({k: v for k, v in data.items() if v is not None})
+            return 200, sess
+        return 404 if len(rest) == 1 else 200, {"detail": "session not found"} if len(rest) == 1 else {}
+
     # -- recording ----------------------------------------------------------------------------
 
     def _record(self, method: str, path: str, body: bytes, ctype: str) -> None:
@@ -149,6 +250,8 @@ class LangSmithServer:
                 continue
             if op in {"post", "patch"}:
                 self._merge(run_id, {field: value} if field else value)
+            elif op == "feedback" and isinstance(value, dict):
+                self.feedback.append(value)
 
     def _merge(self, run_id: str, fields: dict[str, Any]) -> None:
         run = self.runs.setdefault(run_id, {"id": run_id})
@@ -162,6 +265,24 @@ class LangSmithServer:
                         extra[k] = v
             elif value is not None:
                 run[key] = value
+
+
+TENANT = "00000000-0000-0000-0000-000000000001"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _select(
+    store: dict[str, dict[str, Any]], query: dict[str, list[str]], filters: dict[str, str]
+) -> list[dict[str, Any]]:
+    """A list endpoint: the items whose `field` is among the query's values for each `param`, one page."""
+    found = [item for item in store.values()
+             if all(item.get(field) in query[param] for param, field in filters.items() if param in query)]
+    offset = int((query.get("offset") or ["0"])[0])
+    limit = int((query.get("limit") or ["100"])[0])
+    return found[offset : offset + limit]
 
 
 def metadata(run: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -361,15 +363,15 @@ def test_unreadable_file_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     locked = tmp_path / "locked.md"
     locked.write_text("secret")
     (tmp_path / "open.md").write_text("public")
-    original = Path.read_bytes
+    original = os.open
 
     # Tests usually run as root, where chmod 000 does not stop reads; raise the error the OS would.
-    def read_bytes(self: Path) -> bytes:
-        if self.name == "locked.md":
-            raise PermissionError(13, "Permission denied", str(self))
-        return original(self)
+    def os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if Path(path).name == "locked.md":
+            raise PermissionError(13, "Permission denied", str(path))
+        return original(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(os, "open", os_open)
     docs, skips = load(tmp_path)
     assert [d.content for d in docs] == ["public"]
     assert skips == [("locked.md", "permission denied")]

@@ -12,12 +12,13 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from evident.commands.serve import (
+    GENERATED_CONFIG,
     build_invocation,
+    check_exposure,
     server_environment,
     tracing_configured,
 )
-from evident.context import ConfigError, EvidentContext
-from evident.graph.builder import ContextWithDefaults, _toml_cache
+from evident.context import ConfigError, ContextWithDefaults, EvidentContext, _toml_cache
 from evident.tracing import describe, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +45,19 @@ def test_langgraph_json_exposes_the_graph_its_environment_and_the_routes() -> No
     app = _load(config["http"]["app"], ROOT)
     assert isinstance(app, Starlette)
     assert (ROOT / ".env.example").is_file()  # what `env` expects, documented
+
+
+def test_langgraph_json_authenticates_and_closes_what_the_graph_does_not_use() -> None:
+    from langgraph_sdk import Auth
+
+    for config in (json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8")), GENERATED_CONFIG):
+        # Studio's "x-auth-scheme: langsmith" would otherwise skip our authentication on `langgraph dev`.
+        assert config["auth"]["disable_studio_auth"] is True
+        http = config["http"]
+        assert http["cors"] == {"allow_origins": []}  # no wildcard: evident/web/browser.py answers CORS
+        assert all(http[f"disable_{name}"] for name in ("webhooks", "mcp", "a2a", "store", "ui"))
+    auth = _load(json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8"))["auth"]["path"], ROOT)
+    assert isinstance(auth, Auth) and auth._authenticate_handler is not None and auth._global_handlers
 
 
 # -- evident serve --------------------------------------------------------------------------------------
@@ -96,6 +110,39 @@ def test_an_installed_package_gets_a_generated_config(monkeypatch: pytest.Monkey
     assert generated["http"]["app"] == "evident.web.app:app"
 
 
+def test_another_address_needs_authentication_or_insecure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from evident.cli import app
+
+    assert check_exposure("127.0.0.1", insecure=False, auth_configured=False) is None
+    assert check_exposure("::1", insecure=False, auth_configured=False) is None
+    assert check_exposure("localhost", insecure=False, auth_configured=False) is None
+    assert "--insecure" in (check_exposure("0.0.0.0", insecure=False, auth_configured=False) or "")
+    assert check_exposure("0.0.0.0", insecure=False, auth_configured=True) is None
+    refused = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0"])
+    assert refused.exit_code == 2 and "without authentication" in refused.output
+
+    started: list[tuple[list[str], dict[str, str]]] = []
+
+    def execve(path: str, argv: list[str], env: dict[str, str]) -> None:
+        started.append((argv, env))
+        raise SystemExit(0)
+
+    monkeypatch.setattr("evident.commands.serve.os.execve", execve)
+    monkeypatch.setattr("evident.commands.serve.os.chdir", lambda path: None)
+    insecure = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--insecure"])
+    assert insecure.exit_code == 0 and "warning" in insecure.output and "anyone" in insecure.output
+    ((argv, env),) = started
+    assert argv[argv.index("--host") + 1] == "0.0.0.0" and env["EVIDENT_INSECURE"] == "1"
+    tokens = tmp_path / "tokens.json"
+    config = tmp_path / "evident.toml"
+    config.write_text(f'[server]\ntokens_file = "{tokens.name}"\n', encoding="utf-8")
+    authed = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--config", str(config)])
+    assert authed.exit_code == 0 and "warning" not in authed.output
+    assert "EVIDENT_INSECURE" not in started[-1][1]
+
+
 def test_serve_reports_missing_files(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
@@ -112,7 +159,7 @@ def test_health_and_version_routes(examples: Path, monkeypatch: pytest.MonkeyPat
     from evident.web.app import app
 
     monkeypatch.setenv("EVIDENT_CORPUS", str(examples))
-    with TestClient(app) as client:  # runs the lifespan: the index is opened before any request
+    with TestClient(app, base_url="http://127.0.0.1:2024") as client:  # runs the lifespan: the index is opened before any request
         health = client.get("/health")
         assert health.status_code == 200
         assert health.json()["retriever"]["ready"] is True and health.json()["mode"] == "offline"
@@ -123,7 +170,7 @@ def test_health_says_what_is_wrong(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     from evident.web.app import app
 
     monkeypatch.setenv("EVIDENT_CORPUS", str(tmp_path / "missing"))
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1:2024") as client:
         health = client.get("/health")
         assert health.status_code == 503 and health.json()["retriever"]["ready"] is False
         monkeypatch.setenv("EVIDENT_THRESHOLD", "2")
@@ -156,11 +203,12 @@ def test_a_dict_context_keeps_the_deployment_settings(monkeypatch: pytest.Monkey
 
 
 def test_descriptions_of_steps() -> None:
-    retrieve = summarize("retrieve", {"documents": [], "acl_dropped": 2, "source_runs": [
-        {"source": "wiki", "status": "ok", "documents": 0, "denied": 2, "latency_ms": 3.0}],
+    retrieve = summarize("retrieve", {"documents": [], "source_runs": [
+        {"source": "wiki", "status": "empty", "documents": 0, "denied": 2, "latency_ms": 3.0}],
         "source_errors": [{"source": "docs", "kind": "timeout", "message": "slow"}], "timings_ms": {"retrieve": 4.0}})
-    assert describe("retrieve", retrieve) == (
-        "retrieve: 0 documents from 1 source, 2 hidden by permissions, failed: docs [4 ms]")
+    # The stream shows these lines to the caller: no count of hidden documents.
+    assert describe("retrieve", retrieve) == "retrieve: 0 documents from 1 source, failed: docs [4 ms]"
+    assert "denied" not in retrieve["sources"][0] and "acl_dropped" not in retrieve
     align = summarize("align", {"alignment": [{"action": "kept"}, {"action": "dropped"}], "verified": [1]})
     assert describe("align", align) == "align: 1 kept, 0 truncated, 0 relinked, 1 dropped"
     assert describe("postprocess", summarize("postprocess", {"status": "insufficient", "citations": []})) == (

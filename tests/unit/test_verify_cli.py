@@ -37,10 +37,12 @@ PASSAGES = [
     {"passage_id": "p3", "url": DOCS[0]["url"],
      "content": "The SLA guarantees 99.9% uptime per calendar month for all paid plans."},
     {"passage_id": "p4", "url": DOCS[0]["url"], "content": "Refunds are issued within 14 days."},
+    {"passage_id": "p5", "url": DOCS[0]["url"],
+     "content": "Refunds are issued within 14 days of the request being received by our billing team."},
 ]
-EXPECTED_ACTIONS = ["kept", "truncated", "relinked", "dropped"]
+EXPECTED_ACTIONS = ["kept", "truncated", "relinked", "dropped", "corrected"]
 DECISION_KEYS = {"passage_id", "action", "url", "original_url", "overlap", "final_overlap", "spans",
-                 "quote", "reason", "content"}
+                 "quote", "substitutions", "reason", "content"}
 
 
 def write_jsonl(path: Path, rows: list[object], *, blank_lines: bool = False) -> Path:
@@ -82,7 +84,7 @@ def test_json_output_shape_and_decisions(files: tuple[Path, Path]) -> None:
     payload = json.loads(result.stdout)
     assert list(payload) == ["decisions"]
     decisions = payload["decisions"]
-    assert [d["passage_id"] for d in decisions] == ["p1", "2", "p3", "p4"]
+    assert [d["passage_id"] for d in decisions] == ["p1", "2", "p3", "p4", "p5"]
     assert [d["action"] for d in decisions] == EXPECTED_ACTIONS
     for d in decisions:
         assert set(d) == DECISION_KEYS
@@ -90,21 +92,27 @@ def test_json_output_shape_and_decisions(files: tuple[Path, Path]) -> None:
         assert all(isinstance(s, list) and len(s) == 2 for s in d["spans"])
         if d["action"] != "dropped":
             assert d["quote"] == " … ".join(text[s:e] for s, e in d["spans"])
-    kept, truncated, relinked, dropped = decisions
+    kept, truncated, relinked, dropped, corrected = decisions
     assert kept["quote"] == "Refunds are issued within 10\u00a0days of the request being received by our billing team."
     assert "hamper" not in truncated["quote"] and truncated["quote"].endswith("billing team")
     assert relinked["url"] == DOCS[1]["url"] and relinked["original_url"] == DOCS[0]["url"]
     assert dropped["url"] == "" and dropped["spans"] == [] and dropped["quote"] == ""
+    # The quote is the source's text; the decision says what the passage had instead.
+    assert corrected["quote"] == kept["quote"]
+    assert corrected["substitutions"] == [{"passage": "14", "source": "10"}]
+    assert all(d["substitutions"] == [] for d in (kept, truncated, relinked, dropped))
 
 
 def test_table_output(files: tuple[Path, Path]) -> None:
     docs, passages = files
-    result = invoke("--docs", str(docs), "--passages", str(passages))
+    result = runner.invoke(app, ["verify", "--docs", str(docs), "--passages", str(passages)],
+                           env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     out = result.stdout
-    for word in ("passage", "action", "overlap", "p1", "kept", "truncated", "relinked", "dropped"):
+    for word in ("passage", "action", "overlap", "p1", "kept", "corrected", "truncated", "relinked", "dropped"):
         assert word in out
-    assert "4 passages: 1 kept, 1 truncated, 1 relinked, 1 dropped" in out
+    assert "passage: 14 → source: 10" in out
+    assert "5 passages: 1 kept, 1 corrected, 1 truncated, 1 relinked, 1 dropped" in out
 
 
 def test_options_reach_the_aligner(files: tuple[Path, Path], tmp_path: Path) -> None:

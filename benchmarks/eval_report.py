@@ -1,0 +1,133 @@
+"""Regenerate the measured part of docs/evaluation.md: `evident eval` offline on doc2dial-qa and on
+the bundled example questions, with the figures in docs/img/.
+
+    make eval-report                      # or: .venv/bin/python benchmarks/eval_report.py
+    python benchmarks/eval_report.py --doc2dial-limit 100      # a quicker partial run
+
+Only the text between the `<!-- eval-report:start -->` and `<!-- eval-report:end -->` markers is
+rewritten; everything else in the file (the hand-written guide above, other sections below) stays.
+The doc2dial-qa data is read from ../shared/data/doc2dial-qa (never copied into the repository);
+without it, that part says so. Every run starts from an empty cache, so the figures are those of the
+engine as it is now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from machine_info import describe  # noqa: E402
+
+DOC = ROOT / "docs" / "evaluation.md"
+IMG = ROOT / "docs" / "img"
+DOC2DIAL = (ROOT.parent / "shared" / "data" / "doc2dial-qa").resolve()
+START, END = "<!-- eval-report:start -->", "<!-- eval-report:end -->"
+KEY = ("groundedness", "first_citation_precision", "cited_url_precision", "evidence_recall", "false_abstention",
+       "correct_abstention")
+
+
+def run_one(name: str, questions: Path, corpus: Path, limit: int | None, cache: Path) -> tuple[str, float]:
+    """One dataset: its report section (markdown) and the run's wall time in seconds."""
+    from evident.context import EvidentContext
+    from evident.eval.dataset import load_dataset
+    from evident.eval.methods import METHODS
+    from evident.eval.plots import write_plots
+    from evident.eval.report import EvalResult, markdown, pct
+    from evident.eval.runner import evaluate
+    from evident.eval.summary import method_metrics
+
+    queries = load_dataset(questions, limit)
+    ctx = EvidentContext(corpus=[str(corpus)], mode="offline")
+    start = time.perf_counter()
+    run = evaluate(queries, ctx, list(METHODS), cache, progress=sys.stderr.isatty())
+    result = EvalResult.build(str(questions), queries, run, ctx, ablation=True)
+    seconds = time.perf_counter() - start
+    images = write_plots(result, IMG, prefix=f"{name}-")
+    section = markdown(result, {k: f"img/{p.name}" for k, p in images.items()}, heading="###")
+    section = section.replace(f"### Evaluation of {questions.name}", f"### {name}: `{_shown(questions)}`", 1)
+    # The holdout (every fifth question) is never tuned on; the split shows whether tuning overfit.
+    positions = {q.id: i for i, q in enumerate(queries)}
+    splits = []
+    for method in ("evident", "bm25"):
+        for label, holdout in (("tuning (index % 5 != 4)", False), ("holdout (index % 5 == 4)", True)):
+            rows = [r for r in run.rows[method] if (positions[r.query.id] % 5 == 4) == holdout]
+            mm = method_metrics(rows, ctx.ngram_n, ctx.threshold)
+            splits.append(f"| {method} | {label} | {len(rows)} | " + " | ".join(pct(mm.get(k)) for k in KEY) + " |")
+    section += "\n".join([
+        "", "#### Tuning and holdout questions", "",
+        "| method | split | questions | " + " | ".join(KEY) + " |", "|" + "---|" * (len(KEY) + 3), *splits, "",
+    ])
+    return section, seconds
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return f"../shared/data/doc2dial-qa/{path.name}" if path.parent == DOC2DIAL else str(path)
+
+
+def _commit() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return sha + (" with uncommitted changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def splice(text: str, generated: str) -> str:
+    """`text` with the part between the markers replaced (the markers appended when missing)."""
+    block = f"{START}\n{generated.rstrip()}\n{END}"
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        return head + block + rest.split(END, 1)[1]
+    return text.rstrip() + "\n\n" + block + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--doc2dial-limit", type=int, default=None, help="only the first N doc2dial-qa questions")
+    ap.add_argument("--doc", type=Path, default=DOC)
+    args = ap.parse_args(argv)
+
+    IMG.mkdir(parents=True, exist_ok=True)
+    parts = [
+        "## Measured: offline runs",
+        "",
+        f"Generated by `make eval-report` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, code at commit "
+        f"{_commit()}; {describe()}. Offline mode (no model): **pilot**, **direct** and **ges** need a model and are "
+        "not run here; the LLM-as-judge and SemMax/SemRecall are not measured. The alignment rates of EvidenT "
+        "offline are those of a verbatim extractor (every passage is copied from its page), so they say "
+        "nothing about a model's drift or hallucination; run `evident eval` with a model for those.",
+        "",
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        datasets = [("doc2dial-qa", DOC2DIAL / "questions.jsonl", DOC2DIAL / "corpus.jsonl", args.doc2dial_limit),
+                    ("examples", ROOT / "examples" / "questions.jsonl", ROOT / "examples" / "corpus", None)]
+        for name, questions, corpus, limit in datasets:
+            if not questions.is_file():
+                parts += [f"### {name}", "", f"Not measured: {questions} is absent on this machine.", ""]
+                continue
+            print(f"eval-report: {name} ...", file=sys.stderr)
+            section, seconds = run_one(name, questions, corpus, limit, Path(tmp) / name)
+            parts += [section, "", f"Wall time of this run (retrieval, both methods, ablation): {seconds:.0f} s.", ""]
+    old = args.doc.read_text(encoding="utf-8") if args.doc.is_file() else ""
+    args.doc.write_text(splice(old, "\n".join(parts)), encoding="utf-8")
+    print(f"eval-report: wrote {args.doc} and {IMG}/", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""`evident eval`: the paper's metrics for EvidenT and its baselines on a question file."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from evident.commands.common import fail, print_json, warn
+
+DEFAULT_LLM_JOBS = 4
+KEY_METRICS = (
+    "hallucination", "groundedness", "first_citation_precision", "cited_url_precision", "evidence_recall",
+    "false_abstention", "correct_abstention", "anscov_at_10", "retrieval_recall_at_1", "retrieval_recall_at_3",
+)
+
+
+def parse_methods(values: list[str]) -> list[str]:
+    from evident.eval.methods import METHODS
+
+    chosen: list[str] = []
+    for value in values or ["all"]:
+        for name in (v.strip().lower() for v in value.split(",")):
+            if name == "all":
+                chosen.extend(METHODS)
+            elif name in METHODS:
+                chosen.append(name)
+            elif name:
+                fail("eval", f"unknown method {name!r}: choose from {', '.join(METHODS)} or all")
+    # EvidenT first: it is what every test compares against.
+    return sorted(dict.fromkeys(chosen), key=lambda m: METHODS.index(m))
+
+
+def run(
+    *,
+    dataset: Path,
+    corpus: list[Path] | None,
+    config: Path | None,
+    methods: list[str],
+    limit: int | None,
+    out: Path | None,
+    json_out: bool,
+    ablation: bool,
+    judge: bool,
+    jobs: int | None = None,
+    progress: bool = True,
+) -> int:
+    logging.basicConfig(level=logging.WARNING, format="evident: warning: %(message)s")
+    from evident.context import ConfigError, EvidentContext
+    from evident.eval.dataset import DatasetError, load_dataset
+
+    chosen = parse_methods(methods)
+    if limit is not None and limit < 1:
+        fail("eval", "--limit must be at least 1")
+    if jobs is not None and jobs < 1:
+        fail("eval", "--jobs must be at least 1")
+    if ablation and "evident" not in chosen:
+        fail("eval", "--ablation sweeps EvidenT's recorded extractions: include --method evident")
+    for path in corpus or []:
+        if not path.exists():
+            fail("eval", f"{path}: corpus path does not exist")
+    try:
+        queries = load_dataset(dataset, limit)
+    except DatasetError as exc:
+        fail("eval", str(exc))
+    try:
+        ctx = EvidentContext.from_env(config, corpus=[str(p) for p in corpus] if corpus else None)
+    except ConfigError as exc:
+        fail("eval", str(exc))
+    if not corpus and config is None and not ctx.corpus and not ctx.sources:
+        fail("eval", "no documents to search: pass --corpus PATH (repeatable) or --config evident.toml")
+
+    from evident.eval.report import EvalResult, write_reports
+    from evident.eval.runner import evaluate
+
+    judge_fn = None
+    if judge:
+        if ctx.resolved_mode != "llm":
+            fail("eval", "--judge needs a model: set EVIDENT_MODEL (or [model] in evident.toml)")
+        from evident.eval.judge import Judge
+
+        judge_fn = Judge(ctx)
+    try:
+        # A model's answers are waited for, not computed: overlap them. Offline work is CPU-bound.
+        workers = jobs or (DEFAULT_LLM_JOBS if ctx.resolved_mode == "llm" else 1)
+        done = evaluate(queries, ctx, chosen, out / "cache" if out else None, progress=progress, judge=judge_fn,
+                        jobs=workers)
+    except ConfigError as exc:
+        fail("eval", str(exc))
+    result = EvalResult.build(str(dataset), queries, done, ctx, ablation=ablation)
+    for method, reason in result.skipped.items():
+        warn("eval", f"{method} skipped: {reason}")
+    from evident.eval import langsmith_run
+
+    if langsmith_run.configured():
+        try:
+            names = langsmith_run.run_experiments(str(dataset), {m: done.rows[m] for m in result.metrics},
+                                                  result.metrics, result.settings)
+        except Exception as exc:  # the measurements stand without the upload
+            warn("eval", f"LangSmith experiment not recorded: {type(exc).__name__}: {exc}")
+        else:
+            result.experiments = names
+    if out is not None:
+        write_reports(result, out)
+    if json_out:
+        print_json(result.public(ablation=ablation))
+    else:
+        _print_human(result, out)
+    return 0
+
+
+def _print_human(result: Any, out: Path | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from rich.markup import escape
+
+    from evident.eval.report import num
+
+    console = Console(highlight=False, soft_wrap=True)
+    table = Table(title=f"{result.dataset}: {result.queries} questions (95% CI)")
+    table.add_column("metric", no_wrap=True)
+    for method in result.metrics:
+        table.add_column(method)
+    baselines = [t.baseline for t in result.tests if t.metric == "groundedness"]
+    for b in baselines:
+        table.add_column(f"p vs {b}")
+    p_of = {(t.metric, t.baseline): t.p for t in result.tests}
+    for name in KEY_METRICS:
+        ps = [p_of.get((name, b)) for b in baselines]
+        table.add_row(name, *(num(result.metrics[m].get(name)) for m in result.metrics),
+                      *("–" if p is None else f"{p:.3g}{'*' if p < 0.05 else ''}" for p in ps))
+    console.print(table)
+    for method, reason in result.skipped.items():
+        console.print(f"[dim]{method}: skipped ({escape(reason)})[/]")
+    if result.ablation:
+        from evident.eval.report import ablation_table
+
+        console.print(ablation_table(result.ablation), markup=False)
+    if out is not None:
+        console.print(f"report: {out / 'report.md'}  results: {out / 'results.json'}")

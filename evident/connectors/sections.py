@@ -1,0 +1,81 @@
+"""Large documents as sections: each one a document of its own, with its own id.
+
+A query pays for the text of every document it retrieves (extraction, alignment, answer checks all
+read it), so one 50 MB manual would make every question that touches it slow and memory-hungry.
+Indexed as sections of at most `budget` characters, only the sections a question matches are read.
+A section's text is an exact slice of the document's text (the slices cover the whole document, in
+order), so spans into a section are spans into the source; its id is `<url>#section-<n>` and it
+carries `section_of` (the document's id) and `section_start` (where the slice begins) in metadata.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evident.alignment.models import SourceDocument
+
+SECTION_MARK = "#section-"
+_HEADING_START = re.compile(r"\n(?=#{1,6}[ \t])")
+
+
+def split_sections(doc: SourceDocument, budget: int) -> list[SourceDocument]:
+    """`doc` itself when its text fits `budget` characters, else its sections in order."""
+    text = doc.content
+    if len(text) <= budget:
+        return [doc]
+    bounds = _cuts(text, budget)
+    pieces = [(start, end) for start, end in zip(bounds, bounds[1:]) if text[start:end].strip()]
+    sections = []
+    for number, (start, end) in enumerate(pieces, start=1):
+        body = text[start:end]
+        heading = _heading(body)
+        title = f"{doc.title} — {heading}" if heading and doc.title else heading or doc.title
+        sections.append(
+            SourceDocument(
+                url=f"{doc.url}{SECTION_MARK}{number}",
+                title=f"{title} ({number}/{len(pieces)})",
+                content=body,
+                source=doc.source,
+                source_type=doc.source_type,
+                metadata={**doc.metadata, "section_of": doc.url, "section": number,
+                          "sections": len(pieces), "section_start": start},
+            )
+        )
+    return sections
+
+
+def _cuts(text: str, budget: int) -> list[int]:
+    """Offsets that cut `text` into pieces of at most `budget` characters, at the best break found.
+
+    Preferred breaks, in order: before a Markdown heading, at a blank line, at a line end, at a
+    space; a piece is never cut shorter than half the budget to reach one (bounded piece count).
+    """
+    cuts = [0]
+    start = 0
+    while len(text) - start > budget:
+        low, high = start + budget // 2, start + budget
+        cut = _last_heading(text, low, high)
+        if cut is None:
+            for separator in ("\n\n", "\n", " "):
+                found = text.rfind(separator, low, high)
+                if found != -1:
+                    cut = found + len(separator)
+                    break
+        if cut is None or cut <= start:
+            cut = high
+        cuts.append(cut)
+        start = cut
+    cuts.append(len(text))
+    return cuts
+
+
+def _last_heading(text: str, low: int, high: int) -> int | None:
+    last = None
+    for match in _HEADING_START.finditer(text, low, high):
+        last = match.end()
+    return last
+
+
+def _heading(body: str) -> str:
+    first = body.lstrip("\n").split("\n", 1)[0]
+    return first.lstrip("#").strip() if first.startswith("#") else ""

@@ -1,0 +1,76 @@
+"""The evaluation question file: one JSON object per line, checked line by line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class DatasetError(ValueError):
+    """A question file that cannot be used; the message names the file and the line."""
+
+
+class EvalQuery(BaseModel):
+    """One question with its gold: pages that are sufficient to answer it and verbatim evidence."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    query: str = Field(min_length=1)
+    answerable: bool | None = None
+    gold_urls: list[str] = Field(default_factory=list)
+    alt_urls: list[str] = Field(default_factory=list)
+    gold_evidence: list[str] = Field(default_factory=list)
+    answer: str | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, v: object) -> object:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @field_validator("gold_urls", "alt_urls", "gold_evidence", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v: object) -> object:
+        return [] if v is None else v
+
+    @property
+    def gold(self) -> set[str]:
+        """Every page counted as correct: near-duplicate variants (`alt_urls`) hold the same evidence."""
+        return set(self.gold_urls) | set(self.alt_urls)
+
+    @property
+    def is_answerable(self) -> bool:
+        """Declared, or else implied by having gold pages."""
+        return self.answerable if self.answerable is not None else bool(self.gold_urls)
+
+
+def load_dataset(path: Path, limit: int | None = None) -> list[EvalQuery]:
+    """Every question of `path` in file order (the first `limit` when given).
+
+    Raises `DatasetError("FILE:LINE: problem")` on the first bad line, a repeated id, or an empty file.
+    """
+    from evident.commands.verify import InputError, _read_jsonl
+
+    try:
+        lines = _read_jsonl(path)  # the JSONL rules of `evident verify`: BOM, UTF-8, one object a line
+    except InputError as exc:
+        raise DatasetError(str(exc)) from None
+    out: list[EvalQuery] = []
+    seen: dict[str, int] = {}
+    for no, obj in lines:
+        try:
+            item = EvalQuery.model_validate(obj)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "line"
+            raise DatasetError(f"{path}:{no}: field {where}: {first['msg']}") from None
+        if item.id in seen:
+            raise DatasetError(f"{path}:{no}: id {item.id!r} repeats line {seen[item.id]}")
+        seen[item.id] = no
+        out.append(item)
+        if limit is not None and len(out) >= limit:
+            break
+    if not out:
+        raise DatasetError(f"{path}: no questions (the file is empty)")
+    return out

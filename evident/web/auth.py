@@ -1,0 +1,250 @@
+"""Who may call the served graph, what each caller sees, and what a request may set.
+
+LangGraph custom auth (`auth.path` in langgraph.json): `authenticate` turns a request into an
+identity, and the `@auth.on` handler runs before the server touches any thread, run, assistant,
+cron or store item.
+
+- **Identity.** With authentication configured (evident/web/settings.py), a request needs
+  `Authorization: Bearer <token>`: a token of the tokens file (stored as SHA-256 digests, compared
+  in constant time) or a JWT (HS256/RS256, key or JWKS from a file, expiry, issuer and audience
+  checked, groups from a configurable claim). Without it, every caller is anonymous and only
+  loopback clients are served (unless the deployment says `insecure`).
+- **Ownership.** Threads, runs and assistants get `metadata.owner` = the caller's identity when
+  created, and every read, search, update and delete is filtered by it: a caller never sees another
+  caller's threads. The graph's own assistant (`created_by: system`) is readable by everyone.
+  Crons and the store are refused: the graph uses neither.
+- **Request settings.** A run's `context` (or `config.configurable`) and an assistant's context or
+  config may hold only the `RequestSettings`; any other setting is refused here with a 4xx naming
+  it, before a run exists. The graph checks again (evident/nodes/common.py), whatever the route.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import jwt
+from langgraph_sdk import Auth
+
+from evident.context import ConfigError, RequestSettingsError, check_request_settings
+from evident.web.settings import ServerSettings, server_settings
+
+ANONYMOUS = "anonymous"
+OWNER_KEY = "owner"
+
+auth = Auth()
+
+T = TypeVar("T")
+
+
+def _unauthorized(message: str) -> Auth.exceptions.HTTPException:
+    return Auth.exceptions.HTTPException(status_code=401, detail=message, headers={"WWW-Authenticate": "Bearer"})
+
+
+class _FileCache:
+    """A parsed file, re-read when it changes (tokens are rotated without a restart)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, str], tuple[tuple[int, int], Any]] = {}
+
+    def get(self, path: Path, kind: str, parse: Callable[[bytes], T]) -> T:
+        try:
+            stat = path.stat()
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            with self._lock:
+                entry = self._entries.get((str(path), kind))
+                if entry is not None and entry[0] == stamp:
+                    return entry[1]
+            value = parse(path.read_bytes())
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        with self._lock:
+            self._entries[(str(path), kind)] = (stamp, value)
+        return value
+
+
+_files = _FileCache()
+
+
+# -- bearer tokens from a file -------------------------------------------------------------------------
+
+
+def token_digest(token: str) -> str:
+    """What the tokens file stores for `token`: its SHA-256, hex."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _parse_tokens(raw: bytes) -> list[dict[str, Any]]:
+    data = json.loads(raw)
+    entries = data.get("tokens") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise ConfigError('the tokens file must be a JSON list (or {"tokens": [...]}) of {sha256, user, groups}')
+    out = []
+    for entry in entries:
+        digest = entry.get("sha256") if isinstance(entry, dict) else None
+        user = entry.get("user") if isinstance(entry, dict) else None
+        if not isinstance(digest, str) or len(digest) != 64 or not isinstance(user, str) or not user:
+            raise ConfigError("every entry of the tokens file needs a 64-hex-digit sha256 and a user")
+        groups = entry.get("groups") or []
+        out.append({"sha256": digest.lower(), "user": user, "groups": [str(g) for g in groups]})
+    return out
+
+
+def _token_identity(token: str, path: Path) -> dict[str, Any] | None:
+    digest = token_digest(token)
+    found = None
+    for entry in _files.get(path, "tokens", _parse_tokens):
+        # Every entry is compared, so the time taken does not tell which one nearly matched.
+        if hmac.compare_digest(entry["sha256"], digest):
+            found = entry
+    return None if found is None else {"identity": found["user"], "groups": found["groups"]}
+
+
+# -- JWTs ------------------------------------------------------------------------------------------
+
+
+def _claim(claims: Mapping[str, Any], path: str) -> Any:
+    value: Any = claims
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def _groups(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [g for g in value.replace(",", " ").split() if g]
+    if isinstance(value, (list, tuple)):
+        return [str(g) for g in value if str(g).strip()]
+    return []
+
+
+def _jwt_key(token: str, settings: ServerSettings) -> Any:
+    if settings.jwt_jwks_file is not None:
+        jwks = _files.get(settings.jwt_jwks_file, "jwks", lambda raw: jwt.PyJWKSet.from_json(raw.decode("utf-8")))
+        kid = jwt.get_unverified_header(token).get("kid")
+        keys = [k for k in jwks.keys if kid is None or k.key_id == kid]
+        if not keys:
+            raise jwt.InvalidTokenError("no key of the JWKS matches the token's kid")
+        return keys[0].key
+    assert settings.jwt_key_file is not None
+    return _files.get(settings.jwt_key_file, "key", lambda raw: raw.decode("utf-8").strip())
+
+
+def _jwt_identity(token: str, settings: ServerSettings) -> dict[str, Any]:
+    required = ["exp"] + (["iss"] if settings.jwt_issuer else []) + (["aud"] if settings.jwt_audience else [])
+    try:
+        claims = jwt.decode(
+            token, _jwt_key(token, settings), algorithms=list(settings.jwt_algorithms),
+            audience=settings.jwt_audience, issuer=settings.jwt_issuer,
+            options={"require": required, "verify_aud": settings.jwt_audience is not None}, leeway=30,
+        )
+    except jwt.ExpiredSignatureError:
+        raise _unauthorized("the token has expired") from None
+    except jwt.InvalidAudienceError:
+        raise _unauthorized("the token is not meant for this server (audience)") from None
+    except jwt.InvalidIssuerError:
+        raise _unauthorized("the token's issuer is not trusted") from None
+    except (jwt.InvalidTokenError, ValueError) as exc:
+        raise _unauthorized(f"invalid token: {exc}") from None
+    user = _claim(claims, settings.jwt_user_claim)
+    if not isinstance(user, str) or not user:
+        raise _unauthorized(f"the token has no {settings.jwt_user_claim!r} claim")
+    return {"identity": user, "groups": _groups(_claim(claims, settings.jwt_groups_claim))}
+
+
+def _looks_like_jwt(token: str) -> bool:
+    return token.count(".") == 2
+
+
+def _loopback(client: Any) -> bool:
+    host = client[0] if isinstance(client, (list, tuple)) and client else None
+    try:
+        return host is not None and ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def identify(authorization: str | None, client: Any, settings: ServerSettings) -> dict[str, Any]:
+    """The caller's identity (`identity`, `groups`) for these settings; raises 401/403 otherwise."""
+    if not settings.auth_configured:
+        if not settings.insecure and not _loopback(client):
+            raise Auth.exceptions.HTTPException(
+                status_code=403, detail="authentication is not configured: only this machine may call the server")
+        return {"identity": ANONYMOUS, "groups": [], "is_authenticated": False}
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise _unauthorized("authentication required: send Authorization: Bearer <token>")
+    try:
+        if settings.jwt_configured and _looks_like_jwt(token):
+            found: dict[str, Any] | None = _jwt_identity(token, settings)
+        elif settings.tokens_file is not None:
+            found = _token_identity(token, settings.tokens_file)
+        else:
+            found = None
+    except ConfigError as exc:  # the deployment's files: the operator must fix them, the caller learns nothing
+        raise Auth.exceptions.HTTPException(status_code=503, detail="authentication is unavailable") from exc
+    if found is None:
+        raise _unauthorized("invalid token")
+    return {**found, "is_authenticated": True}
+
+
+@auth.authenticate
+def authenticate(authorization: str | None, scope: dict[str, Any]) -> dict[str, Any]:
+    # A plain function: LangGraph runs it in a worker thread, where reading the token files is fine.
+    try:
+        settings = server_settings()
+    except ConfigError as exc:
+        raise Auth.exceptions.HTTPException(status_code=503, detail=str(exc)) from None
+    return identify(authorization, scope.get("client"), settings)
+
+
+# -- what each caller may do -----------------------------------------------------------------------------
+
+
+def _requested_settings(resource: str, action: str, value: Mapping[str, Any]) -> list[Any]:
+    """The settings objects a request carries for this action."""
+    if resource == "threads" and action == "create_run":
+        kwargs = value.get("kwargs") or {}
+        # The server mirrors `config.configurable` into `context` when no context was given.
+        return [kwargs.get("context")]
+    if resource == "assistants" and action in ("create", "update"):
+        return [value.get("context"), (value.get("config") or {}).get("configurable")]
+    return []
+
+
+def check_settings(resource: str, action: str, value: Mapping[str, Any]) -> None:
+    for requested in _requested_settings(resource, action, value):
+        try:
+            check_request_settings(requested)
+        except RequestSettingsError as exc:
+            raise Auth.exceptions.HTTPException(status_code=exc.status, detail=str(exc)) from None
+
+
+def owner_filter(resource: str, action: str, identity: str, value: dict[str, Any]) -> dict[str, Any] | bool:
+    """Stamp the owner on what is created; the filter every other action is limited by."""
+    if resource in ("crons", "store"):
+        return False
+    if action in ("create", "create_run", "update"):
+        metadata = value.get("metadata")
+        if isinstance(metadata, dict):
+            metadata[OWNER_KEY] = identity  # in place: the server keeps this very dict
+        elif action != "update":
+            value["metadata"] = {OWNER_KEY: identity}
+    if resource == "assistants" and action in ("read", "search"):
+        return {"$or": [{OWNER_KEY: identity}, {"created_by": "system"}]}
+    return {OWNER_KEY: identity}
+
+
+@auth.on
+async def owned(ctx: Auth.types.AuthContext, value: Any) -> Any:
+    check_settings(ctx.resource, ctx.action, value if isinstance(value, Mapping) else {})
+    return owner_filter(ctx.resource, ctx.action, str(ctx.user.identity),
+                        value if isinstance(value, dict) else {})

@@ -1,0 +1,144 @@
+"""The server's own settings: authentication, browser origins, allowed host names.
+
+They come from the deployment only: the `[server]` section of `evident.toml` (relative paths are
+relative to that file) and environment variables, which win. They are never a query setting, so a
+request cannot see or change them.
+
+| evident.toml `[server]` | environment | meaning |
+|---|---|---|
+| `tokens_file` | `EVIDENT_AUTH_TOKENS_FILE` | JSON file of bearer tokens, stored as SHA-256 hex digests |
+| `jwt_key_file` | `EVIDENT_JWT_KEY_FILE` | HS256 secret, or RS256 public key (PEM) |
+| `jwt_jwks_file` | `EVIDENT_JWT_JWKS_FILE` | JSON Web Key Set of RS256 keys (chosen by `kid`) |
+| `jwt_algorithms` | `EVIDENT_JWT_ALGORITHMS` | accepted algorithms (default `RS256`; `HS256` for a secret) |
+| `jwt_issuer` | `EVIDENT_JWT_ISSUER` | required `iss` |
+| `jwt_audience` | `EVIDENT_JWT_AUDIENCE` | required `aud` |
+| `jwt_user_claim` | `EVIDENT_JWT_USER_CLAIM` | claim naming the user (default `sub`) |
+| `jwt_groups_claim` | `EVIDENT_JWT_GROUPS_CLAIM` | claim listing the groups (default `groups`; dots for nesting) |
+| `cors_origins` | `EVIDENT_CORS_ORIGINS` | browser origins besides the server's own that may call it |
+| `allowed_hosts` | `EVIDENT_ALLOWED_HOSTS` | `Host` names accepted without authentication (loopback always) |
+| `insecure` | `EVIDENT_INSECURE` | anonymous access from other machines (`evident serve --insecure`) |
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from evident.context import SERVER_SECTION, ConfigError, read_config_file
+
+Algorithm = Literal["HS256", "HS384", "HS512", "RS256", "RS384", "RS512"]
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+_ENV = {
+    "EVIDENT_AUTH_TOKENS_FILE": "tokens_file",
+    "EVIDENT_JWT_KEY_FILE": "jwt_key_file",
+    "EVIDENT_JWT_JWKS_FILE": "jwt_jwks_file",
+    "EVIDENT_JWT_ALGORITHMS": "jwt_algorithms",
+    "EVIDENT_JWT_ISSUER": "jwt_issuer",
+    "EVIDENT_JWT_AUDIENCE": "jwt_audience",
+    "EVIDENT_JWT_USER_CLAIM": "jwt_user_claim",
+    "EVIDENT_JWT_GROUPS_CLAIM": "jwt_groups_claim",
+    "EVIDENT_CORS_ORIGINS": "cors_origins",
+    "EVIDENT_ALLOWED_HOSTS": "allowed_hosts",
+    "EVIDENT_INSECURE": "insecure",
+}
+_PATHS = ("tokens_file", "jwt_key_file", "jwt_jwks_file")
+_LISTS = ("jwt_algorithms", "cors_origins", "allowed_hosts")
+
+
+class ServerSettings(BaseModel):
+    """How the served API authenticates callers and which browsers and host names it accepts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tokens_file: Path | None = None
+    jwt_key_file: Path | None = None
+    jwt_jwks_file: Path | None = None
+    jwt_algorithms: list[Algorithm] = Field(default_factory=lambda: ["RS256"])
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_user_claim: str = "sub"
+    jwt_groups_claim: str = "groups"
+    cors_origins: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    insecure: bool = False
+
+    @field_validator(*_LISTS, mode="before")
+    @classmethod
+    def _comma_separated(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [part.strip() for part in v.split(",") if part.strip()]
+        return v
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _no_wildcard(cls, v: list[str]) -> list[str]:
+        if any("*" in origin for origin in v):
+            raise ValueError("list the origins that may call the server; a wildcard is not accepted")
+        return [origin.rstrip("/") for origin in v]
+
+    @field_validator("jwt_algorithms")
+    @classmethod
+    def _one_family(cls, v: list[str]) -> list[str]:
+        # A public key accepted as an HMAC secret would let anyone sign tokens with it.
+        if len({a[:2] for a in v}) > 1:
+            raise ValueError("use HS* (a shared secret) or RS* (a public key), not both")
+        return v
+
+    @property
+    def jwt_configured(self) -> bool:
+        return self.jwt_key_file is not None or self.jwt_jwks_file is not None
+
+    @property
+    def auth_configured(self) -> bool:
+        return self.tokens_file is not None or self.jwt_configured
+
+    def host_allowed(self, host: str) -> bool:
+        """Whether a `Host` header (port stripped) names this server for unauthenticated use."""
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
+        return name.lower() in LOOPBACK_HOSTS or name.lower() in {h.lower() for h in self.allowed_hosts}
+
+
+def load_server_settings(config: str | Path | None = None) -> ServerSettings:
+    """`[server]` of evident.toml, then the environment; a clear `ConfigError` when invalid."""
+    values: dict[str, Any] = {}
+    found = read_config_file(config)
+    if found is not None:
+        path, data = found
+        section = data.get(SERVER_SECTION) or {}
+        if not isinstance(section, dict):
+            raise ConfigError(f"{path}: [{SERVER_SECTION}] must be a table")
+        values.update(section)
+        base = path.resolve().parent
+        for key in _PATHS:
+            if isinstance(values.get(key), str):
+                values[key] = str(base / values[key])
+    for var, key in _ENV.items():
+        value = os.environ.get(var)
+        if value:
+            values[key] = value
+    try:
+        return ServerSettings(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or SERVER_SECTION
+        raise ConfigError(f"invalid server setting {where}: {first['msg']}") from None
+
+
+_lock = threading.Lock()
+_cached: dict[tuple[str | None, ...], ServerSettings] = {}
+
+
+def server_settings() -> ServerSettings:
+    """The settings of this server process, read once per configuration (a file read: not on the
+    event loop of every request)."""
+    key = (os.environ.get("EVIDENT_CONFIG"), *(os.environ.get(var) for var in _ENV))
+    with _lock:
+        found = _cached.get(key)
+        if found is None:
+            found = _cached[key] = load_server_settings()
+    return found

@@ -1,0 +1,114 @@
+"""`evident eval` end to end on the bundled examples: reports, the --json shape, resume, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evident.cli import app
+from evident.context import EvidentContext
+from evident.eval.dataset import load_dataset
+from evident.eval.runner import evaluate
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTIONS = ROOT / "examples" / "questions.jsonl"
+NAMED = ("hallucination", "groundedness", "first_citation_precision", "cited_url_precision", "evidence_recall",
+         "false_abstention", "correct_abstention", "retrieval_recall_at_1", "retrieval_recall_at_3", "anscov_at_10")
+
+
+@pytest.fixture(autouse=True)
+def _no_langsmith(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGSMITH_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def invoke(*args: str) -> object:
+    return CliRunner().invoke(app, ["eval", *args], catch_exceptions=False)
+
+
+def test_offline_run_writes_reports_and_stable_json(tmp_path: Path, examples: Path) -> None:
+    out = tmp_path / "out"
+    res = invoke("--dataset", str(QUESTIONS), "--corpus", str(examples), "--limit", "6", "--out", str(out),
+                 "--json", "--ablation")
+    assert res.exit_code == 0, res.stderr  # type: ignore[attr-defined]
+    data = json.loads(res.stdout)  # type: ignore[attr-defined]
+    assert set(data) == {"dataset", "queries", "methods", "tests", "ablation"}
+    assert data["dataset"] == str(QUESTIONS) and data["queries"] == 6
+    # No model: the baselines are reported as skipped (on stderr and in the report), never imitated.
+    assert set(data["methods"]) == {"evident", "bm25"}
+    assert "pilot skipped: needs a model" in res.stderr  # type: ignore[attr-defined]
+    for method, metrics in data["methods"].items():
+        for name in NAMED:
+            assert name in metrics, (method, name)
+        for name, est in metrics.items():
+            assert set(est) == {"value", "ci_low", "ci_high", "n"}, name
+            if not name.startswith(("latency_", "answer_")) and est["value"] is not None:
+                assert 0.0 <= est["ci_low"] <= est["value"] <= est["ci_high"] <= 1.0, (name, est)
+    assert "retention" in data["methods"]["evident"] and "retention" not in data["methods"]["bm25"]
+    assert {(t["method"], t["baseline"]) for t in data["tests"]} == {("evident", "bm25")}
+    assert all(set(t) == {"metric", "method", "baseline", "z", "p"} and 0 <= t["p"] <= 1 for t in data["tests"])
+    assert len(data["ablation"]) == 25 and {(c["n"], c["t"]) for c in data["ablation"]} >= {(3, 0.5), (8, 0.9)}
+
+    report = (out / "report.md").read_text(encoding="utf-8")
+    for heading in ("Groundedness (Table 2 layout", "Table 3 layout", "Table 5 layout", "Table 7 layout"):
+        assert heading in report
+    assert "**pilot**, **direct**, **ges** (needs a model" in report
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert len(results["records"]["evident"]) == 6 and len(results["records"]["bm25"]) == 6
+    assert results["metrics"]["evident"]["groundedness"]["n"] == data["methods"]["evident"]["groundedness"]["n"]
+    for png in ("metrics.png", "abstention.png", "ablation.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+
+
+def test_plain_json_has_exactly_the_documented_keys(tmp_path: Path, examples: Path) -> None:
+    res = invoke("--dataset", str(QUESTIONS), "--corpus", str(examples), "--limit", "2", "--method", "bm25", "--json")
+    assert res.exit_code == 0, res.stderr  # type: ignore[attr-defined]
+    data = json.loads(res.stdout)  # type: ignore[attr-defined]
+    assert set(data) == {"dataset", "queries", "methods", "tests"}
+    assert set(data["methods"]) == {"bm25"} and data["tests"] == []
+
+
+def test_second_run_resumes_from_the_cache(tmp_path: Path, examples: Path) -> None:
+    queries = load_dataset(QUESTIONS, limit=4)
+    ctx = EvidentContext(corpus=[str(examples)])
+    first = evaluate(queries, ctx, ["evident", "bm25", "pilot"], tmp_path, progress=False)
+    assert first.computed == {"retrieval": 4, "evident": 4, "bm25": 4, "pilot": 0}
+    again = evaluate(queries, ctx, ["evident", "bm25", "pilot"], tmp_path, progress=False)
+    assert again.computed == {"retrieval": 0, "evident": 0, "bm25": 0, "pilot": 0}
+    assert [r.record for r in again.rows["evident"]] == [r.record for r in first.rows["evident"]]
+    assert again.skipped == {"pilot": first.skipped["pilot"]}
+    # A changed alignment setting redoes EvidenT only: retrieval and bm25 do not depend on it.
+    stricter = evaluate(queries, EvidentContext(corpus=[str(examples)], threshold=0.8), ["evident", "bm25"],
+                        tmp_path, progress=False)
+    assert stricter.computed == {"retrieval": 0, "evident": 4, "bm25": 0}
+    # Questions run in parallel threads keep their order and give the same answers.
+    parallel = evaluate(queries, ctx, ["evident", "bm25"], tmp_path / "parallel", progress=False, jobs=3)
+    assert parallel.computed == {"retrieval": 4, "evident": 4, "bm25": 4}
+    for method in ("evident", "bm25"):
+        assert [(r.query.id, r.record.answer, r.record.facts) for r in parallel.rows[method]] == [
+            (r.query.id, r.record.answer, r.record.facts) for r in first.rows[method]]
+
+
+def test_bad_dataset_line_names_file_and_line(tmp_path: Path, examples: Path) -> None:
+    bad = tmp_path / "q.jsonl"
+    bad.write_text('{"id": "a", "query": "How long?", "gold_urls": []}\n\n{"id": "b", "query": \n', encoding="utf-8")
+    res = invoke("--dataset", str(bad), "--corpus", str(examples))
+    assert res.exit_code == 2
+    assert f"{bad}:3: invalid JSON" in res.stderr  # type: ignore[attr-defined]
+    bad.write_text('{"id": "a", "query": "How long?"}\n{"id": "b", "gold_urls": "x"}\n', encoding="utf-8")
+    res = invoke("--dataset", str(bad), "--corpus", str(examples))
+    assert res.exit_code == 2 and f"{bad}:2: field query" in res.stderr  # type: ignore[attr-defined]
+    bad.write_text('{"id": 7, "query": "How long?"}\n{"id": "7", "query": "Again?"}\n', encoding="utf-8")
+    res = invoke("--dataset", str(bad), "--corpus", str(examples))
+    assert res.exit_code == 2 and f"{bad}:2: id '7' repeats line 1" in res.stderr  # type: ignore[attr-defined]
+    assert "Traceback" not in res.stderr  # type: ignore[attr-defined]
+
+
+def test_usage_errors_exit_2(tmp_path: Path, examples: Path) -> None:
+    res = invoke("--dataset", str(QUESTIONS), "--corpus", str(examples), "--method", "magic")
+    assert res.exit_code == 2 and "unknown method 'magic'" in res.stderr  # type: ignore[attr-defined]
+    res = invoke("--dataset", str(tmp_path / "missing.jsonl"), "--corpus", str(examples))
+    assert res.exit_code == 2 and "missing.jsonl: no such file" in res.stderr  # type: ignore[attr-defined]

@@ -1,0 +1,62 @@
+"""Terminal-safe text, query cleaning and graph input validation (issue 9, item 6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evident.commands.common import QueryError, clean_query, print_json, safe_text
+from evident.context import EvidentContext
+from evident.graph import graph
+
+
+@given(st.text())
+def test_safe_text_never_contains_a_control_character(text: str) -> None:
+    shown = safe_text(text)
+    assert all(char in "\n\t" or not (ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F) for char in shown)
+    assert not any("\ud800" <= char <= "\udfff" for char in shown)
+    shown.encode("utf-8")  # printable on any UTF-8 terminal
+
+
+def test_safe_text_shows_escapes_visibly_and_keeps_layout() -> None:
+    assert safe_text("a\x1b[2Jb\x1b]0;title\x07c") == "a\\x1b[2Jb\\x1b]0;title\\x07c"
+    assert safe_text("line one\r\nline\ttwo\rover") == "line one\nline\ttwo\\x0dover"
+    assert safe_text("C1 \x9b CSI, bad \udcff byte, Grüße 休暇") == "C1 \\x9b CSI, bad \\udcff byte, Grüße 休暇"
+
+
+@pytest.mark.parametrize(
+    ("query", "cleaned"),
+    [("plain question?", "plain question?"), ("red\x1b[31m text", "red text"),
+     ("link \x1b]8;;http://x\x07here\x1b]8;;\x07 end", "link here end"), ("bell\x07 and\x00nul", "bell and nul"),
+     ("tab\tand\nnewline", "tab\tand\nnewline")],
+)
+def test_clean_query_removes_escape_sequences_and_controls(query: str, cleaned: str) -> None:
+    assert clean_query(query) == cleaned
+
+
+def test_clean_query_rejects_undecodable_bytes() -> None:
+    undecodable = b"caf\xe9 hours".decode("utf-8", "surrogateescape")
+    with pytest.raises(QueryError, match="not valid UTF-8"):
+        clean_query(undecodable)
+
+
+def test_print_json_stays_valid_json_with_surrogates(capsys: pytest.CaptureFixture[str]) -> None:
+    print_json({"query": "bad \udcff byte", "text": "esc \x1b"})
+    assert json.loads(capsys.readouterr().out) == {"query": "bad \udcff byte", "text": "esc \x1b"}
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [({}, "the input has no query"), ({"query": None}, "the input has no query"),
+     ({"query": 42}, "the query must be a string, not int"), ({"query": ["a"]}, "the query must be a string, not list"),
+     ({"query": "a \udcff"}, "not valid UTF-8")],
+)
+def test_graph_input_without_a_string_query_is_a_clear_error(inputs: dict[str, Any], message: str,
+                                                             examples: Path) -> None:
+    out = graph.invoke(inputs, context=EvidentContext(corpus=[str(examples)]))
+    assert out["status"] == "error" and message in out["error"]

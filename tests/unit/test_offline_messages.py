@@ -1,0 +1,116 @@
+"""Real users' messages: greetings, a scenario before the question, no question mark, several parts;
+the asking part weighs most, the scenario chooses without vetoing, abstention only when the
+retrieved text does not address the question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evident.alignment.models import AlignmentDecision, SourceDocument
+from evident.connectors.fts_query import weighted_terms
+from evident.connectors.index import LocalIndex
+from evident.lexicon import SCENARIO_WEIGHT, message_parts, message_words
+from evident.offline.composer import MAX_SENTENCES, compose_answer
+from evident.offline.extractor import MIN_COVERAGE, address_score, extract_passages
+
+LEAVE = SourceDocument(
+    url="hr/leave.md", title="Leave",
+    content=(
+        "Leave\n\n"
+        "Employees get 25 days of annual leave per year. Unused days expire on 31 March of the next year.\n\n"
+        "Parental leave lasts 16 weeks at full pay. It can be split into two blocks.\n\n"
+        "I need an extension (I am away right now)\n"
+        "If you are abroad when your leave ends, your manager can add up to five days of unpaid leave.\n"
+    ),
+)
+CANTEEN = SourceDocument(
+    url="KB-7", title="Canteen",
+    content="The canteen opens at 8:00 and closes at 15:00. Lunch is served from 11:30.",
+)
+
+
+def decision(url: str, quote: str) -> AlignmentDecision:
+    return AlignmentDecision(passage_id="p1", action="kept", url=url, original_url=url, overlap=1.0,
+                             final_overlap=1.0, spans=[(0, len(quote))], quote=quote, content=quote)
+
+
+def test_the_asking_part_weighs_more_than_the_scenario_and_greetings_nothing() -> None:
+    message = ("Hello there. I just moved to Lisbon with my two cats and a bike. "
+               "I need to know how many days of annual leave I get")
+    parts = message_parts(message)
+    assert [w for _, w in parts] == [SCENARIO_WEIGHT, 1.0]  # "Hello there." is gone; no "?" needed
+    weights = message_words(message)
+    assert weights["annual"] == weights["leave"] == 1.0
+    assert weights["lisbon"] == weights["cats"] == SCENARIO_WEIGHT
+    assert weights.get("hello", 0.0) == weights.get("need", 0.0) == 0.0
+
+
+def test_an_asking_part_that_names_nothing_leans_on_the_scenario() -> None:
+    parts = message_parts("I lost my work laptop on the train last night. Who do I tell and how quickly?")
+    assert [w for _, w in parts] == [1.0, 1.0]
+
+
+def test_search_terms_drop_greetings_and_weigh_the_question() -> None:
+    terms, weights = weighted_terms("Hi! I have a question regarding parental leave. My son was born in May. How long is it")
+    assert "regarding" not in terms and "question" not in terms and "hi" not in terms
+    assert weights["parental"] == 1.0 and weights["son"] == SCENARIO_WEIGHT
+    only_chat, flat = weighted_terms("hello, a question")
+    assert only_chat and set(flat.values()) == {1.0}  # nothing else to search with: keep what there is
+
+
+def test_a_rare_request_word_no_longer_outranks_the_topic(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(
+        '{"url": "KB-1", "title": "Contact", "text": "Hello! Questions regarding anything? We are happy to help."}\n'
+        '{"url": "KB-2", "title": "Parental leave", "text": "Parental leave lasts 16 weeks at full pay."}\n'
+        '{"url": "KB-3", "title": "Annual leave", "text": "Annual leave is 25 days. Leave requests go to your manager."}\n',
+        encoding="utf-8")
+    with LocalIndex(tmp_path / "i.sqlite3") as index:
+        index.add_corpus(corpus)
+        hits = [d.url for d, _ in index.search("Hello, I have a question regarding parental leave", 3)]
+    assert hits[0] == "KB-2"
+
+
+def test_the_scenario_does_not_veto_an_answer() -> None:
+    message = ("I just moved to Lisbon from Toronto with my two cats, a bike and a very old piano. "
+               "How many days of annual leave do I get?")
+    passages = extract_passages(message, [LEAVE, CANTEEN])
+    assert passages and passages[0].url == "hr/leave.md"
+    assert "25 days of annual leave" in passages[0].content
+
+
+def test_greeting_and_no_question_mark() -> None:
+    passages = extract_passages("Hello, I have a question about how long parental leave lasts", [CANTEEN, LEAVE])
+    assert passages and passages[0].content.startswith("Parental leave lasts 16 weeks")
+
+
+def test_a_matching_section_heading_points_at_the_text_below_it() -> None:
+    query = "I need an extension, I am away right now"
+    passages = extract_passages(query, [LEAVE])
+    assert passages and "If you are abroad when your leave ends" in passages[0].content
+    answer = compose_answer(query, [decision(p.url, p.content) for p in passages])
+    assert "If you are abroad when your leave ends, your manager can add up to five days of unpaid leave. [hr/leave.md]" in answer
+
+
+def test_abstains_when_the_retrieved_text_does_not_address_the_question() -> None:
+    query = "How do I disinfect my kitchen during the pandemic?"
+    assert address_score(query, [LEAVE, CANTEEN]) < MIN_COVERAGE
+    assert extract_passages(query, [LEAVE, CANTEEN]) == []
+    assert address_score("How long does parental leave last?", [LEAVE, CANTEEN]) >= MIN_COVERAGE
+
+
+def test_answers_stay_short_and_on_topic_unless_a_sentence_continues_the_last() -> None:
+    quote = ("Parental leave lasts 16 weeks at full pay. It can be split into two blocks. "
+             "The canteen opens at 8:00. Parental leave starts on the day you choose.")
+    answer = compose_answer("How long does parental leave last?", [decision("hr/leave.md", quote)])
+    assert "It can be split into two blocks." in answer  # continues the sentence before it
+    assert "canteen" not in answer
+    many = " ".join(f"Parental leave rule {i} applies to leave taken in block {i}." for i in range(1, 9))
+    long_answer = compose_answer("Which parental leave rules apply?", [decision("hr/leave.md", many)])
+    assert long_answer.count("[hr/leave.md]") == MAX_SENTENCES <= 4
+
+
+def test_yes_after_a_question_is_kept_as_its_answer() -> None:
+    quote = "Can unused leave be carried over?\nYes. Up to five days carry over to the next year."
+    answer = compose_answer("Can I carry over unused leave?", [decision("hr/leave.md", quote)])
+    assert "Yes. [hr/leave.md]" in answer
