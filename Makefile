@@ -34,6 +34,7 @@ demo: install
 	$(BIN)/evident ask "$(QUESTION)" --corpus examples/corpus
 
 test: install-dev
+	bash scripts/test-deps.sh
 	$(BIN)/python -m pytest -q
 
 # The graph behind the LangGraph API on http://$(HOST):$(PORT) (Studio API, /docs, /health), offline.

@@ -53,9 +53,9 @@ def select(questions: list[dict[str, Any]], part: str) -> list[dict[str, Any]]:
     return [q for i, q in enumerate(questions) if part == "all" or (i % 5 == 4) == (part == "holdout")]
 
 
-def off_topic(citations: list[Any], query: str) -> int:
+def off_topic(citations: list[Any], query: str, docs: dict[str, str]) -> int:
     """Answer sentences sharing no content word with the query that do not continue the sentence
-    cited right before them (the next text of the same document, nothing but spacing between)."""
+    cited right before them (the next text of the same document: only spacing or markup between)."""
     from evident.offline.terms import query_weights, unit_terms
 
     asked = set(query_weights(query))
@@ -68,8 +68,9 @@ def off_topic(citations: list[Any], query: str) -> int:
         seen.add(c.sentence)
         shares = bool(asked & set(unit_terms(c.sentence)))
         continues = (
-            previous is not None and previous.url == c.url and previous.spans and c.spans
-            and 0 <= c.spans[0][0] - previous.spans[-1][1] <= 4
+            previous is not None and previous.url == c.url and bool(previous.spans) and bool(c.spans)
+            and previous.spans[-1][1] <= c.spans[0][0]
+            and not any(ch.isalnum() for ch in docs.get(c.url, "")[previous.spans[-1][1] : c.spans[0][0]])
         )
         count += not shares and not continues
         previous = c
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     evidence = [r for r in answerable if holds(quotes(r), r["q"])]
     first_best = sum(holds(r["citations"][0].quote, r["q"]) for r in evidence)
     sentences = [len({c.sentence for c in r["citations"]}) for r in answered]
-    stray = [off_topic(r["citations"], r["q"]["query"]) for r in answered]
+    stray = [off_topic(r["citations"], r["q"]["query"], r["docs"]) for r in answered]
     abstain = sum(r["answer"] == INSUFFICIENT_ANSWER for r in unanswerable)
     false_abstain = len(answerable) - len(answered)
     times = sorted(r["ms"] for r in rows)

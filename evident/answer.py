@@ -16,11 +16,11 @@ from evident.models import Citation
 
 # A bracketed absolute URL ("[https://…]", "[file:///…]") is a citation even when no retrieved
 # document has it: a model that invents one must see it removed by verify, not left in the text.
-CITATION = re.compile(r"\[\s*([a-zA-Z][a-zA-Z0-9+.-]*:[^\]\s]+)\s*\]")
+_ABSOLUTE = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:[^\]\s]+")
+CITATION = re.compile(r"\[\s*(" + _ABSOLUTE.pattern + r")\s*\]")
 # Any bracketed token without whitespace; it is a citation when it is one of the query's document
 # ids (`[KB-1042]`, `[hr/leave.md]`) or an absolute URL, so "[Home]" or "[1]" stay text.
 BRACKETED = re.compile(r"\[\s*([^\[\]\s]+)\s*\]")
-_ABSOLUTE = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:[^\]\s]+")
 BULLET = re.compile(r"^(\s*(?:[-*•]|\d{1,3}[.)])\s+)")
 PREFACE = "The documentation does not explicitly state"
 
@@ -209,8 +209,14 @@ def resolve_citation(
     m = measure or NgramSupport(n, threshold)
     doc = next((d for d in documents if d.url == url), None)
     mine = [d for d in verified if d.url == url]
-    scored = sorted(((m.score(sentence, d), i, d) for i, d in enumerate(mine)), key=lambda t: (-t[0], t[1]))
-    supporting = [d for s, _, d in scored if m.passes(s)] or [d for _, _, d in scored[:1]]
+    # Among equally supporting passages, the one quoting the sentence as written comes first: a short
+    # sentence ("No.") is otherwise found as a word inside the first passage's text.
+    written = " ".join(sentence.split())
+    scored = sorted(
+        ((m.score(sentence, d), written not in " ".join(d.quote.split()), i, d) for i, d in enumerate(mine)),
+        key=lambda t: (-t[0], t[1], t[2]),
+    )
+    supporting = [d for s, _, _, d in scored if m.passes(s)] or [d for _, _, _, d in scored[:1]]
     spans: list[tuple[int, int]] = []
     if doc is not None and supporting:
         cache = IndexCache(max_chars=1_000_000)

@@ -51,7 +51,7 @@ def index(
     ] = None,
     config: Annotated[
         Optional[Path],
-        typer.Option("--config", help="Refresh the local and docs sources of this evident.toml (crawls docs sites)."),
+        typer.Option("--config", help="Refresh the local, docs and loader sources of this evident.toml (crawls docs sites, runs loaders)."),
     ] = None,
     only: Annotated[
         Optional[list[str]], typer.Option("--source", help="With --config: only this source (repeatable).")
@@ -77,6 +77,9 @@ def index(
 
         if sources:
             fail("index", "give either corpus paths or --config, not both")
+        if rebuild or follow_symlinks is not None or max_file_mb is not None or section_chars is not None:
+            fail("index", "with --config, set follow_symlinks, max_file_mb and section_chars per source in the "
+                          "file; --rebuild takes corpus paths")
         raise typer.Exit(run_index(config, only or [], json_out))
     from evident.commands.index import run
 

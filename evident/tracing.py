@@ -24,7 +24,7 @@ from typing import Any
 from evident.answer import citations_in, known_ids, parse_answer, units_of
 
 NODES = ("retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify", "postprocess")
-ACTIONS = ("kept", "truncated", "relinked", "dropped")
+ACTIONS = ("kept", "corrected", "truncated", "relinked", "dropped")  # evident.alignment.models.ACTIONS
 TokenCounter = Callable[[str], int]
 Summary = dict[str, Any]
 
@@ -154,6 +154,7 @@ def _align(update: Mapping[str, Any], *, settings: Any = None, **_: Any) -> Summ
          "overlap": round(float(_get(d, "overlap", 0.0) or 0.0), 4),
          "final_overlap": round(float(_get(d, "final_overlap", 0.0) or 0.0), 4),
          "spans": [[int(s), int(e)] for s, e in (_get(d, "spans", None) or [])],
+         "substitutions": len(_get(d, "substitutions", None) or []),
          "reason": str(_get(d, "reason", "") or "")}
         for d in decisions
     ]

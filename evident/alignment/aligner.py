@@ -1,4 +1,4 @@
-"""Alignment and filtering: keep, truncate, relink or drop each extracted passage (paper §3.3).
+"""Alignment and filtering: keep, correct, truncate, relink or drop each extracted passage (paper §3.3).
 
 Only the text of documents that were actually retrieved is consulted; a URL a model wrote is a
 lookup key into that set, never something to fetch.
@@ -6,7 +6,6 @@ lookup key into that set, never something to fetch.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
@@ -63,52 +62,6 @@ def quote_of(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(out)
 
 
-class _Counts:
-    """Counts of the pending passages' units in each document, via one Aho–Corasick automaton.
-
-    The automaton holds every n-gram (and short segment) of every passage still undecided, so each
-    document's token string is scanned once in compiled code, whatever the number of passages.
-    Overlapping matches are reported, so a unit repeated in a document is counted every time.
-    """
-
-    def __init__(self, units: Iterable[str], index: Any,
-                 passages: Mapping[int, PassageUnits] | None = None) -> None:
-        import ahocorasick_rs
-
-        self._patterns = sorted(set(units))
-        self._automaton = ahocorasick_rs.AhoCorasick(self._patterns)
-        self._index = index
-        self._cache: dict[int, dict[str, int]] = {}
-        # unit -> [(passage key, multiplicity in that passage)]: overlaps of every passage with a
-        # document in one pass over the units found there, not one loop per passage per document.
-        self._owners: dict[str, list[tuple[int, int]]] = {}
-        self._totals: dict[int, int] = {}
-        for k, pu in (passages or {}).items():
-            self._totals[k] = pu.total
-            for u, c in pu.units.items():
-                self._owners.setdefault(u, []).append((k, c))
-        self._overlaps: dict[int, dict[int, float]] = {}
-
-    def __call__(self, doc: int) -> dict[str, int]:
-        found = self._cache.get(doc)
-        if found is None:
-            matches = self._automaton.find_matches_as_indexes(self._index(doc).tstring, overlapping=True)
-            found = Counter(self._patterns[i] for i, _, _ in matches)
-            self._cache[doc] = found
-        return found
-
-    def overlaps(self, doc: int) -> dict[int, float]:
-        """overlap_n of each passage (given at construction) with `doc`; absent means 0."""
-        found = self._overlaps.get(doc)
-        if found is None:
-            hits: dict[int, int] = {}
-            for unit, count in self(doc).items():
-                for k, mult in self._owners.get(unit, ()):
-                    hits[k] = hits.get(k, 0) + min(count, mult)
-            found = self._overlaps[doc] = {k: h / self._totals[k] for k, h in hits.items()}
-        return found
-
-
 def supported_spans(
     content: str, units: PassageUnits, doc: DocumentIndex, counts: Mapping[str, int], bridge: int
 ) -> list[tuple[int, int]]:
@@ -126,13 +79,15 @@ def align(
     bridge: int = 2,
     cache: IndexCache | None = None,
 ) -> list[AlignmentDecision]:
-    """One decision per passage, in input order (see DESIGN §3 for the four cases).
+    """One decision per passage, in input order: kept, corrected, truncated, relinked or dropped.
 
+    The exact meaning of each action is in docs/alignment.md. Every surviving decision's `quote`
+    is the source text at its `spans`, joined only where it reads as one statement in the source.
     `drift="paper"` searches other documents only when the cited one has overlap 0, as in the
     paper; the default also relinks a passage that exists (above the threshold) in another
     retrieved document while sharing only a fragment with the cited one.
-    `bridge` is the longest substitution (in tokens) filled with source text inside a truncated
-    passage; 0 keeps strictly the matched runs.
+    `bridge` is the longest substitution (in tokens, on each side) replaced by the source's text
+    and recorded as a correction; 0 keeps strictly the matched runs and corrects nothing.
     """
     if n < 1:
         raise ValueError(f"n must be at least 1 (got {n})")
@@ -165,8 +120,8 @@ def align(
                  quote: Quote | None, reason: str) -> AlignmentDecision:
         spans = quote.spans if quote is not None and doc is not None else []
         return AlignmentDecision(
-            passage_id=p.passage_id, action=action, url=docs[doc].url if doc is not None else "",  # type: ignore[arg-type]
-            original_url=p.url, overlap=round(overlap, 6), final_overlap=round(final, 6), spans=spans,
+            passage_id=p.passage_id, action=action,  # type: ignore[arg-type]
+            url=docs[doc].url if doc is not None else "", original_url=p.url, overlap=round(overlap, 6), final_overlap=round(final, 6), spans=spans,
             quote=quote_of(docs[doc].content, spans) if doc is not None else "",
             substitutions=quote.substitutions if quote is not None and doc is not None else [],
             reason=reason, content=p.content,
@@ -196,36 +151,74 @@ def align(
         pending.append(k)
 
     if pending:
-        counts = _Counts((x for k in pending for x in units[k].units), index,
-                         {k: units[k] for k in pending})
-        cited_of = {k: cited(ps[k].url) for k in pending}
-        cited_ov = {k: (counts.overlaps(c).get(k, 0.0) if c is not None else 0.0) for k, c in cited_of.items()}
-        # Drift search, document by document: each document's overlaps come in one pass over the
-        # units found in it, so the cost follows the matches, not passages x documents.
-        searching = {k for k, ov in cited_ov.items()
-                     if ov <= threshold and (drift == "extended" or ov == 0.0)}
-        best: dict[int, tuple[float, int]] = {}
-        if searching:
-            for i in range(len(docs)):
-                if i != by_url.get(docs[i].url):  # a later document with the same URL is never used
+        import numpy as np  # imported here, as in tokenize: `import evident.alignment` stays cheap
+
+        from evident.alignment.counts import UnitCounts
+
+        counts = UnitCounts({k: units[k] for k in pending}, index)
+        cited_doc = np.array([-1 if (c := cited(ps[k].url)) is None else c for k in pending], dtype=np.int64)
+        cited_ov = np.zeros(len(pending))
+        for c in np.unique(cited_doc[cited_doc >= 0]).tolist():
+            mine = cited_doc == c
+            cited_ov[mine] = counts.overlaps(c)[mine]
+        unique = [i for i in range(len(docs)) if i == by_url.get(docs[i].url)]  # a later duplicate is never used
+        table: list[Any] = []
+
+        def overlaps_with_all(r: int) -> Any:
+            """overlap_n of pending passage `r` with every document of `unique` (all scanned once)."""
+            if not table:
+                table.append(np.vstack([counts.overlaps(i) for i in unique]) if unique
+                             else np.zeros((0, len(pending))))
+            return table[0][:, r]
+
+        def verbatim_in(r: int, among: list[int]) -> int | None:
+            segs = units[pending[r]].segments
+            if len(segs) != 1:
+                return None
+            return next((i for i in among if segs[0].tstring in index(i).tstring), None)
+
+        quotes: dict[tuple[int, int], Quote] = {}
+
+        def quote_in(r: int, d: int) -> Quote:
+            found = quotes.get((r, d))
+            if found is None:
+                k = pending[r]
+                found = quotes[r, d] = build_quote(ps[k].content, units[k], index(d), counts.of_passage(d, k),
+                                                   bridge)
+            return found
+
+        for r, k in enumerate(pending):
+            p, c, ov_c = ps[k], int(cited_doc[r]), float(cited_ov[r])
+            where = "the cited document" if c >= 0 else "the cited URL (not retrieved)"
+            q_c = quote_in(r, c) if c >= 0 and ov_c > 0.0 else None
+            other: int | None = None
+            if ov_c <= threshold and (drift == "extended" or ov_c == 0.0):
+                # Citation drift: the document with the highest overlap above t; among equals, one
+                # that has the passage verbatim, then the earlier.
+                col = overlaps_with_all(r)
+                above = [j for j in np.flatnonzero(col > threshold).tolist() if unique[j] != c]
+                if above:
+                    top = max(col[j] for j in above)
+                    tied = [unique[j] for j in above if col[j] == top]
+                    other = verbatim_in(r, tied) or tied[0]
+            elif drift == "extended" and q_c is not None and _rank(q_c) < 2:
+                # Above t with the cited document, yet not in it as written: verbatim elsewhere?
+                col = overlaps_with_all(r)
+                other = verbatim_in(r, [unique[j] for j in np.flatnonzero(col >= 1.0).tolist() if unique[j] != c])
+            if other is not None:
+                q_o = quote_in(r, other)
+                # The cited document keeps a passage it quotes whole at least as faithfully.
+                if q_c is None or not (_rank(q_c) > _rank(q_o) or _rank(q_c) == _rank(q_o) >= 1
+                                       and len(q_c.substitutions) <= len(q_o.substitutions)):
+                    ov_o = float(overlaps_with_all(r)[unique.index(other)])
+                    results[k] = decision(
+                        p, "relinked", other, ov_c, ov_o, q_o,
+                        f"citation drift: overlap {ov_c:.2f} with {where}, {ov_o:.2f} with {docs[other].url}"
+                        + _describe(q_o),
+                    )
                     continue
-                for k, ov in counts.overlaps(i).items():
-                    if k in searching and i != cited_of[k] and ov > threshold and ov > best.get(k, (0.0, 0))[0]:
-                        best[k] = (ov, i)
-        for k in pending:
-            p, u, c, ov_c = ps[k], units[k], cited_of[k], cited_ov[k]
-            where = "the cited document" if c is not None else "the cited URL (not retrieved)"
-            if k in best:
-                ov, i = best[k]
-                q = build_quote(p.content, u, index(i), counts(i), bridge)
-                results[k] = decision(
-                    p, "relinked", i, ov_c, ov, q,
-                    f"citation drift: overlap {ov_c:.2f} with {where}, {ov:.2f} with {docs[i].url}"
-                    + _describe(q),
-                )
-            elif c is not None and ov_c > 0.0:
-                q = build_quote(p.content, u, index(c), counts(c), bridge)
-                results[k] = decision(p, _classify(q, ov_c, threshold), c, ov_c, ov_c, q, "")
+            if q_c is not None:
+                results[k] = decision(p, _classify(q_c, ov_c, threshold), c, ov_c, ov_c, q_c, "")
             else:
                 results[k] = decision(p, "dropped", None, 0.0, 0.0, None,
                                       f"no retrieved document supports the passage (overlap 0 with {where})")
@@ -237,15 +230,16 @@ def align(
             r = r.model_copy(update={"action": "dropped", "url": "", "quote": "", "substitutions": [],
                                      "reason": "no span of the source could be located"})
         elif not r.reason:
-            r = r.model_copy(update={"reason": _REASONS[r.action].format(ov=r.overlap, t=threshold)
-                                     + _describe_subs(r.substitutions)})
+            r = r.model_copy(update={"reason": _REASONS[r.action].format(
+                ov=r.overlap, t=threshold, k=len(r.substitutions), s="" if len(r.substitutions) == 1 else "s",
+            ) + _describe_subs(r.substitutions)})
         out.append(r)
     return out
 
 
 _REASONS = {
     "kept": "overlap {ov:.2f} > {t} with the cited document, and every word of the passage is in the quote",
-    "corrected": "the cited document says this with different words at some places; the quote is the source's text",
+    "corrected": "the cited document says this except at {k} place{s}, where the quote shows the source's words",
     "truncated": "overlap {ov:.2f}: only the part of the passage the cited document supports is quoted",
 }
 
@@ -260,6 +254,11 @@ def _describe(q: Quote) -> str:
     if not q.spans:
         return ""
     return ("" if q.complete else "; only part of the passage is quoted") + _describe_subs(q.substitutions)
+
+
+def _rank(q: Quote) -> int:
+    """2: the passage exactly; 1: the passage with substitutions; 0: part of the passage."""
+    return (2 if not q.substitutions else 1) if q.complete else 0
 
 
 def _classify(q: Quote, overlap: float, threshold: float) -> str:

@@ -228,12 +228,14 @@ def _normalize_runs(text: str) -> tuple[str, OffsetMap]:
             norm_len += len(whole)
             continue
         pieces = [(c, nfkc_casefold(c)) for c in _clusters(run)]
-        if "".join(p for _, p in pieces) != whole:
-            # Normalisation crossed cluster boundaries (e.g. Hangul jamo): one atomic piece.
+        atomic = "".join(p for _, p in pieces) != whole
+        if atomic:
+            # Normalisation crossed cluster boundaries (Hangul jamo, marks reordered across an
+            # ignorable): one piece, recorded even at equal length, as its characters moved.
             pieces = [(run, whole)]
         o = start
         for orig, norm in pieces:
-            if len(orig) != len(norm):
+            if len(orig) != len(norm) or atomic:
                 ns.append(norm_len)
                 ne.append(norm_len + len(norm))
                 os_.append(o)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import accumulate
 
 from evident.alignment.tokenize import Tokens, token_string, tokenize, words
 
@@ -45,7 +47,7 @@ class Segment:
     tokens: tuple[str, ...]
     first: int  # index of the segment's first token in the passage's token list
 
-    @property
+    @cached_property
     def tstring(self) -> str:
         return token_string(self.tokens)
 
@@ -75,10 +77,14 @@ class PassageUnits:
 
     def segment_units(self, seg: Segment) -> list[tuple[int, str]]:
         """(start token within the segment, unit string) for each unit of the segment."""
-        toks = seg.tokens
-        if len(toks) < self.n:
+        toks, n = seg.tokens, self.n
+        if len(toks) < n:
             return [(0, seg.tstring)] if toks else []
-        return [(i, token_string(toks[i : i + self.n])) for i in range(len(toks) - self.n + 1)]
+        # Each n-gram's token string is a slice of the segment's: from the space before its first
+        # token to the space after its last (pos[i] is the space before token i).
+        ts = seg.tstring
+        pos = list(accumulate((len(t) + 1 for t in toks), initial=0))
+        return [(i, ts[pos[i] : pos[i + n] + 1]) for i in range(len(toks) - n + 1)]
 
 
 def passage_units(content: str, n: int) -> PassageUnits:

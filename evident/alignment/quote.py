@@ -15,11 +15,12 @@ Stretches are joined into one quote only where they read as one statement in the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from evident.alignment.models import Substitution
 from evident.alignment.overlap import ELLIPSIS, PassageUnits
 from evident.alignment.spans import Piece, choose_occurrences, covered_runs, pieces_of_run
-from evident.alignment.statement import reads_as_one_statement
+from evident.alignment.statement import breaks_statement, reads_as_one_statement
 from evident.alignment.tokenize import DocumentIndex
 
 # Characters trimmed from the ends of a substitution's text: markup and sentence punctuation that
@@ -50,19 +51,6 @@ class Quote:
     complete: bool  # every passage token is in the quote (matched or substituted)
 
 
-class _DocTokens:
-    """Slices of a document's tokens, read on demand (a 100 KB page need not be split into a list)."""
-
-    def __init__(self, doc: DocumentIndex) -> None:
-        self._doc = doc
-
-    def __len__(self) -> int:
-        return self._doc.n_tokens
-
-    def __getitem__(self, s: slice) -> list[str]:
-        return self._doc.tokens_in(s.start or 0, len(self) if s.stop is None else s.stop)
-
-
 def _one_statement(doc: DocumentIndex, last: int, first: int) -> bool:
     """Whether document tokens `last` and `first` (> last) read as one statement (no block break...)."""
     return reads_as_one_statement(doc.text, doc.span(last, last + 1)[1], doc.span(first, first + 1)[0],
@@ -91,24 +79,55 @@ def _has_digit(tokens: list[str] | tuple[str, ...]) -> bool:
     return bool(tokens) and all(any(ch.isdigit() for ch in t) for t in tokens)
 
 
-def _options(bridge: int) -> list[tuple[int, int]]:
+def _boundary(doc: DocumentIndex, a: int) -> bool:
+    """Whether a sentence or block of the source ends between document tokens `a` and `a + 1`."""
+    return breaks_statement(doc.text[doc.span(a, a + 1)[1] : doc.span(a + 1, a + 2)[0]])
+
+
+def _trim(st: Stretch, seg_len: int, doc: DocumentIndex, n: int) -> None:
+    """Drop the few words a stretch takes across a sentence end where the passage goes on otherwise.
+
+    An n-gram that spans the end of a source sentence can match by chance ("... first year. The"
+    against "... first year. The Ashford pilot ..."): fewer than n words on the far side, with the
+    passage continuing in words the source does not have there, belong to no statement of the source.
+    """
+    if st.p_last < seg_len:
+        for k in range(1, min(n, st.d_last - st.d_first)):
+            a = st.d_last - k - 1
+            if _boundary(doc, a):
+                if all(x[3] <= a + 1 for x in st.subs):
+                    st.p_last, st.d_last = st.p_last - k, st.d_last - k
+                break
+    if st.p_first > 0:
+        for k in range(1, min(n, st.d_last - st.d_first)):
+            a = st.d_first + k - 1
+            if _boundary(doc, a):
+                if all(x[2] >= a + 1 for x in st.subs):
+                    st.p_first, st.d_first = st.p_first + k, st.d_first + k
+                break
+
+
+@lru_cache(maxsize=8)
+def _options(bridge: int) -> tuple[tuple[int, int], ...]:
     """(passage tokens, document tokens) of a substitution, smallest first; (0, 0) is exact."""
-    return sorted(((a, b) for a in range(bridge + 1) for b in range(bridge + 1)),
-                  key=lambda ab: (ab[0] + ab[1], abs(ab[0] - ab[1])))
+    return tuple(sorted(((a, b) for a in range(bridge + 1) for b in range(bridge + 1)),
+                        key=lambda ab: (ab[0] + ab[1], abs(ab[0] - ab[1]))))
 
 
-def _extend_left(st: Stretch, ptoks: tuple[str, ...], dtoks: _DocTokens, bridge: int, doc: DocumentIndex) -> None:
+def _extend_left(st: Stretch, ptoks: tuple[str, ...], doc: DocumentIndex, bridge: int) -> None:
     left = st.p_first
+    base = max(0, st.d_first - left - bridge)
+    window = doc.tokens_in(base, st.d_first)  # the document tokens the extension may cover
     for gp, gd in _options(bridge):
         rest = left - gp  # passage tokens before the substitution, which must match exactly
         lo = st.d_first - gd - rest
-        if rest < 0 or lo < 0:
+        if rest < 0 or lo < base:
             continue
         if rest == 0 and (gp, gd) != (0, 0):
             # A substitution at the very start has nothing outside it to confirm where it is.
-            if not (gp == gd and _has_digit(ptoks[:gp]) and _has_digit(dtoks[st.d_first - gd : st.d_first])):
+            if not (gp == gd and _has_digit(ptoks[:gp]) and _has_digit(window[len(window) - gd :])):
                 continue
-        elif list(ptoks[:rest]) != dtoks[lo : lo + rest]:
+        elif ptoks[0] != window[lo - base] or list(ptoks[:rest]) != window[lo - base : lo - base + rest]:
             continue
         # A substitution is filled with source text only inside one statement of the source.
         if (gp or gd) and not _one_statement(doc, lo + rest - 1 if rest else st.d_first - gd, st.d_first):
@@ -119,17 +138,18 @@ def _extend_left(st: Stretch, ptoks: tuple[str, ...], dtoks: _DocTokens, bridge:
         return
 
 
-def _extend_right(st: Stretch, ptoks: tuple[str, ...], dtoks: _DocTokens, bridge: int, doc: DocumentIndex) -> None:
+def _extend_right(st: Stretch, ptoks: tuple[str, ...], doc: DocumentIndex, bridge: int) -> None:
     right = len(ptoks) - st.p_last
+    window = doc.tokens_in(st.d_last, st.d_last + right + bridge)
     for gp, gd in _options(bridge):
         rest = right - gp
-        hi = st.d_last + gd + rest
-        if rest < 0 or hi > len(dtoks):
+        if rest < 0 or gd + rest > len(window):
             continue
+        hi = st.d_last + gd + rest
         if rest == 0 and (gp, gd) != (0, 0):
-            if not (gp == gd and _has_digit(ptoks[st.p_last :]) and _has_digit(dtoks[st.d_last : st.d_last + gd])):
+            if not (gp == gd and _has_digit(ptoks[st.p_last :]) and _has_digit(window[:gd])):
                 continue
-        elif list(ptoks[len(ptoks) - rest :]) != dtoks[hi - rest : hi]:
+        elif ptoks[-1] != window[gd + rest - 1] or list(ptoks[len(ptoks) - rest :]) != window[gd : gd + rest]:
             continue
         if (gp or gd) and not _one_statement(doc, st.d_last - 1, hi - rest if rest else st.d_last + gd - 1):
             continue
@@ -139,13 +159,13 @@ def _extend_right(st: Stretch, ptoks: tuple[str, ...], dtoks: _DocTokens, bridge
         return
 
 
-def _grown(st: Stretch, ptoks: tuple[str, ...], dtoks: _DocTokens, bridge: int, doc: DocumentIndex) -> Stretch | None:
+def _grown(st: Stretch, ptoks: tuple[str, ...], doc: DocumentIndex, bridge: int) -> Stretch | None:
     """A copy of `st` extended to the segment's edges where possible; None if it cannot grow."""
     grown = Stretch(st.seg, st.p_first, st.p_last, st.d_first, st.d_last, list(st.subs))
     if grown.p_first > 0:
-        _extend_left(grown, ptoks, dtoks, bridge, doc)
+        _extend_left(grown, ptoks, doc, bridge)
     if grown.p_last < len(ptoks):
-        _extend_right(grown, ptoks, dtoks, bridge, doc)
+        _extend_right(grown, ptoks, doc, bridge)
     if (grown.p_first, grown.p_last) == (st.p_first, st.p_last):
         return None
     return grown
@@ -245,16 +265,16 @@ def build_quote(
             continue
         merged = _merge(si, [p for p, _ in mine], [s for _, s in mine], bridge, doc)
         for st in merged:
+            _trim(st, len(seg.tokens), doc, units.n)
             if st.subs:  # a gap whose words the passage repeats as the source has them is no substitution
-                dtoks = _DocTokens(doc)
-                st.subs = [x for x in st.subs if list(seg.tokens[x[0] : x[1]]) != dtoks[x[2] : x[3]]]
+                st.subs = [x for x in st.subs if list(seg.tokens[x[0] : x[1]]) != doc.tokens_in(x[2], x[3])]
         stretches.extend(merged)
         if bridge:
             # Each stretch may also reach the segment's edges over a substitution; which version
             # ends up in the quote is decided with the others, by what reads as one statement.
             for st in merged:
                 if st.p_first > 0 or st.p_last < len(seg.tokens):
-                    grown = _grown(st, seg.tokens, _DocTokens(doc), bridge, doc)
+                    grown = _grown(st, seg.tokens, doc, bridge)
                     if grown is not None:
                         stretches.append(grown)
     chain = _best_statement(stretches, doc)

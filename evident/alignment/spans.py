@@ -4,8 +4,7 @@ A supported run is a maximal stretch of passage tokens covered by n-grams the do
 The run is located in the document as one or more *pieces* (stretches that occur contiguously);
 when a piece occurs several times (repeated boilerplate, a table row copied twice), the
 occurrences are chosen so that the pieces stay in passage order and as close together as
-possible. Adjacent pieces merge into one span; a short substitution between two pieces ("within
-14 days" against "within 10 days") is bridged with the *source's* text.
+possible. evident/alignment/quote.py turns the chosen pieces into the quote.
 """
 
 from __future__ import annotations
@@ -142,24 +141,3 @@ def choose_occurrences(pieces: list[Piece]) -> list[int]:
         chosen.append(idx)
     chosen.reverse()
     return [p.candidates[j] for p, j in zip(pieces, chosen)]
-
-
-def merge_pieces(
-    pieces: list[Piece], starts: list[int], bridge: int
-) -> list[tuple[int, int, int, int]]:
-    """Merge chosen pieces into (doc_first, doc_last, p_first, p_last) stretches.
-
-    Pieces that continue each other in the document merge; a gap of at most `bridge` tokens in
-    both passage and document (a changed number or word) is filled with the document's tokens.
-    """
-    out: list[tuple[int, int, int, int]] = []
-    for piece, start in zip(pieces, starts):
-        d_first, d_last = start, start + (piece.p_last - piece.p_first)
-        if out:
-            pd_first, pd_last, pp_first, pp_last = out[-1]
-            gap_d, gap_p = d_first - pd_last, piece.p_first - pp_last
-            if 0 <= gap_d <= bridge and 0 <= gap_p <= bridge or gap_d == gap_p == 0:
-                out[-1] = (pd_first, d_last, pp_first, piece.p_last)
-                continue
-        out.append((d_first, d_last, piece.p_first, piece.p_last))
-    return out

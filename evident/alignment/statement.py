@@ -27,8 +27,14 @@ BLOCK_BREAK = re.compile(
     re.IGNORECASE,
 )
 # A sentence ends at . ! ? (or their CJK forms) followed by space or closing punctuation and then a
-# capital, a digit, markup or the end; "e.g. this" and "4.2" do not end one. CJK stops need no space.
-SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]*_]*(?=\s+[^\s\w]*[A-Z0-9\u0400-\u042f]|\s*$)|[。！？]")
+# capital, a digit or markup (or space up to the next word); "e.g. this" and "4.2" do not end one.
+# CJK stops need no space.
+SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]*_]*(?=\s+[^\s\w]*[A-Z0-9\u0400-\u042f]|\s+$)|[。！？]")
+
+
+def breaks_statement(between: str) -> bool:
+    """Whether source text between two words ends a sentence or a block."""
+    return bool(BLOCK_BREAK.search(between) or SENTENCE_END.search(between))
 
 
 def reads_as_one_statement(text: str, end: int, start: int, gap_tokens: int) -> bool:

@@ -56,11 +56,9 @@ _ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
 def tokenize(text: str) -> Tokens:
     """Tokenize a (short) text; documents go through `DocumentIndex`, which is vectorised."""
     if text.isascii():
-        found = list(_ASCII_WORD.finditer(text))
-        return Tokens(
-            text, tuple(m.group().lower() for m in found), tuple(m.start() for m in found),
-            tuple(m.end() for m in found),
-        )
+        spans = [m.span() for m in _ASCII_WORD.finditer(text)]
+        starts, ends = zip(*spans) if spans else ((), ())
+        return Tokens(text, tuple(_ASCII_WORD.findall(text.lower())), starts, ends)
     norm, omap = normalize_with_map(text)
     starts, ends, tstring = _analyse(norm)
     return Tokens(

@@ -1,7 +1,7 @@
 """`evident sources`: list the configured sources and check that each one answers.
 
 `evident index --config` also lands here: it refreshes the sources that have an embedded index
-(local folders and crawled documentation sites); wikis are searched live and need no index.
+(local folders, crawled documentation sites, LangChain loaders); wikis are searched live and need no index.
 """
 
 from __future__ import annotations
@@ -91,9 +91,11 @@ def run(config: Path | None, *, query: str, json_out: bool) -> int:
 
 
 def run_index(config: Path, only: list[str], json_out: bool) -> int:
-    """Refresh the index of every local and docs source in `config` (or of the ones named in `only`)."""
+    """Refresh the index of every local, docs and loader source in `config` (or of the ones named in `only`)."""
     from evident.connectors.config import DocsSettings, LocalSettings, crawl_settings, docs_index_path, parse_settings
+    from evident.connectors.config import LoaderSettings, build_loader, loader_index_path
     from evident.connectors.docs_index import refresh_docs_index
+    from evident.connectors.loader_source import LoaderMapping, refresh_loader_index
     from evident.connectors.index import IndexFileError, LocalIndex, default_index_path
     from evident.connectors.loaders import CorpusError, CorpusLimits
     from evident.connectors.source import SourceConfigError, SourceFailure
@@ -129,6 +131,16 @@ def run_index(config: Path, only: list[str], json_out: bool) -> int:
                 row.update(index=str(target), documents=refreshed.pages, added=refreshed.added,
                            updated=refreshed.updated, removed=refreshed.removed, fetched=refreshed.fetched,
                            reused=refreshed.reused, status="ok")
+            elif isinstance(settings, LoaderSettings):
+                target = loader_index_path(settings)
+                loaded = refresh_loader_index(
+                    build_loader(settings), LoaderMapping(source_name=settings.name, source_type=settings.source_type or "",
+                                                          url_template=settings.url_template,
+                                                          max_documents=settings.max_documents),
+                    target, on_skip=lambda what, why: warn("index", f"{row['name']}: skipped {what}: {why}"),
+                )
+                row.update(index=str(target), documents=loaded.pages, added=loaded.added, updated=loaded.updated,
+                           removed=loaded.removed, status="ok")
             else:
                 row.update(status="live", message="searched live; nothing to index")
         except (SourceConfigError, SourceFailure, CorpusError, IndexFileError, OSError) as exc:

@@ -9,10 +9,13 @@ that hold them (`token_env = "CONFLUENCE_TOKEN"`).
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
@@ -22,7 +25,7 @@ from evident.connectors.http import check_base_url, read_secret
 from evident.connectors.source import Source, SourceConfigError
 from evident.models import SourceError
 
-SOURCE_TYPES = ("confluence", "docs", "langchain", "local", "mediawiki")
+SOURCE_TYPES = ("confluence", "docs", "langchain", "loader", "local", "mediawiki")
 
 
 class SourceSettings(BaseModel):
@@ -79,6 +82,7 @@ class ConfluenceSettings(SourceSettings):
     token_env: str | None = None
     password_env: str | None = None
     check_permissions: bool = False
+    site_url: str | None = Field(None, description="Readable base of citation links, when url is the API gateway")
 
 
 class DocsSettings(SourceSettings):
@@ -98,11 +102,22 @@ class LangChainSettings(SourceSettings):
     kwargs_env: dict[str, str] = Field(default_factory=dict, description="keyword -> environment variable")
 
 
+class LoaderSettings(SourceSettings):
+    type: Literal["loader"]
+    loader: str = Field(description="'package.module:attribute': a LangChain BaseLoader class, factory or instance")
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    kwargs_env: dict[str, str] = Field(default_factory=dict, description="keyword -> environment variable")
+    url_template: str | None = Field(None, description="Document ids from metadata, e.g. 'https://wiki/{source}'")
+    max_documents: int = Field(100_000, ge=1)
+    index_path: str | None = None
+
+
 _MODELS: dict[str, type[SourceSettings]] = {
     "local": LocalSettings, "mediawiki": MediaWikiSettings, "confluence": ConfluenceSettings,
-    "docs": DocsSettings, "langchain": LangChainSettings,
+    "docs": DocsSettings, "langchain": LangChainSettings, "loader": LoaderSettings,
 }
-_DEFAULT_SOURCE_TYPE = {"local": "", "mediawiki": "wiki", "confluence": "wiki", "docs": "docs", "langchain": ""}
+_DEFAULT_SOURCE_TYPE = {"local": "", "mediawiki": "wiki", "confluence": "wiki", "docs": "docs", "langchain": "",
+                        "loader": ""}
 
 
 def parse_settings(raw: Any, position: int) -> SourceSettings:
@@ -229,7 +244,13 @@ def _confluence(settings: SourceSettings, k: int, timeout: float, secrets: list[
 
     assert isinstance(settings, ConfluenceSettings)
     url = check_base_url(settings.name, settings.url, "url")
-    deployment = settings.deployment or ("cloud" if ".atlassian.net" in url.lower() else "datacenter")
+    gateway = gateway_base(url)
+    if gateway is not None:
+        if settings.deployment == "datacenter":
+            raise SourceConfigError(settings.name, "the api.atlassian.com gateway serves Confluence Cloud only")
+        url = gateway
+    site_url = check_base_url(settings.name, settings.site_url, "site_url") if settings.site_url else None
+    deployment = settings.deployment or ("cloud" if gateway or ".atlassian.net" in url.lower() else "datacenter")
     if settings.check_permissions and deployment != "cloud":
         raise SourceConfigError(settings.name, "check_permissions needs Confluence Cloud (Data Center has no "
                                                "permission-check API); page restrictions are applied either way")
@@ -245,8 +266,18 @@ def _confluence(settings: SourceSettings, k: int, timeout: float, secrets: list[
         spaces=settings.spaces, content_types=settings.content_types, extra_cql=settings.cql,
         email=email.get_secret_value() if email else None, username=username.get_secret_value() if username else None,
         token=token, password=password, credential_hint=hint, check_permissions=settings.check_permissions,
-        verify_tls=settings.verify_tls, trust_env=settings.trust_env,
+        site_url=site_url, verify_tls=settings.verify_tls, trust_env=settings.trust_env,
     )
+
+
+def gateway_base(url: str) -> str | None:
+    """The REST base of a Confluence Cloud API gateway URL (`https://api.atlassian.com/ex/confluence/{cloudId}`,
+    which scoped API tokens must use), or None for a site URL. The gateway serves the REST API under `/wiki`."""
+    parts = urlsplit(url)
+    match = re.fullmatch(r"(/ex/confluence/[^/]+)(/wiki)?/?", parts.path)
+    if match is None:
+        return None
+    return f"{parts.scheme}://{parts.netloc}{match.group(1)}/wiki"
 
 
 def crawl_settings(settings: DocsSettings) -> Any:
@@ -274,39 +305,73 @@ def docs_index_path(settings: DocsSettings) -> Path:
 
 
 def _docs(settings: SourceSettings, k: int, timeout: float, secrets: list[SecretStr]) -> BaseRetriever:
+    assert isinstance(settings, DocsSettings)
+    return _indexed(settings, docs_index_path(settings), k, "the site has not been crawled yet")
+
+
+def loader_index_path(settings: LoaderSettings) -> Path:
+    from evident.connectors.docs_index import default_source_index
+
+    if settings.index_path:
+        return settings.path(settings.index_path)
+    return default_source_index("loader", settings.name, [settings.loader, json.dumps(settings.kwargs, sort_keys=True,
+                                                                                        default=str)])
+
+
+def _loader(settings: SourceSettings, k: int, timeout: float, secrets: list[SecretStr]) -> BaseRetriever:
+    assert isinstance(settings, LoaderSettings)
+    return _indexed(settings, loader_index_path(settings), k, "the loader has not been run yet")
+
+
+def _indexed(settings: SourceSettings, index: Path, k: int, problem: str) -> BaseRetriever:
     from evident.connectors.local import LocalCorpusRetriever
 
-    assert isinstance(settings, DocsSettings)
-    index = docs_index_path(settings)
     if not index.exists():
-        raise SourceConfigError(settings.name, f"the site has not been crawled yet ({index} does not exist): "
+        raise SourceConfigError(settings.name, f"{problem} ({index} does not exist): "
                                                "run `evident index --config <evident.toml>`")
     return LocalCorpusRetriever(index_path=index, k=k, source_name=settings.name)
 
 
 def _langchain(settings: SourceSettings, k: int, timeout: float, secrets: list[SecretStr]) -> BaseRetriever:
     assert isinstance(settings, LangChainSettings)
-    target = load_object(settings.name, settings.retriever)
-    kwargs = dict(settings.kwargs)
-    for key, env in settings.kwargs_env.items():
+    made = construct(settings, settings.retriever, settings.kwargs, settings.kwargs_env, BaseRetriever, secrets)
+    assert isinstance(made, BaseRetriever)
+    return made
+
+
+def build_loader(settings: LoaderSettings) -> Any:
+    """The configured LangChain `BaseLoader`, ready to `lazy_load()`."""
+    from langchain_core.document_loaders import BaseLoader
+
+    return construct(settings, settings.loader, settings.kwargs, settings.kwargs_env, BaseLoader, [])
+
+
+def construct(settings: SourceSettings, path: str, raw_kwargs: dict[str, Any], kwargs_env: dict[str, str],
+              kind: type, secrets: list[SecretStr]) -> Any:
+    """The `kind` object at import path `path`: an instance as is, or a class or factory called with the
+    kwargs (and the values of the kwargs_env variables, never shown in an error)."""
+    target = load_object(settings.name, path)
+    kwargs = dict(raw_kwargs)
+    for key, env in kwargs_env.items():
         secret = _secret(settings, env, f"the {key!r} argument", secrets)
         assert secret is not None
         kwargs[key] = secret.get_secret_value()
-    if isinstance(target, BaseRetriever):
+    what = f"LangChain {kind.__name__}"
+    if isinstance(target, kind):
         if kwargs:
-            raise SourceConfigError(settings.name, f"{settings.retriever} is a retriever instance; it takes no kwargs")
+            raise SourceConfigError(settings.name, f"{path} is a {kind.__name__} instance; it takes no kwargs")
         return target
     if not callable(target):
-        raise SourceConfigError(settings.name, f"{settings.retriever} is not a retriever, class or factory")
+        raise SourceConfigError(settings.name, f"{path} is not a {what}, class or factory")
     try:
         made = target(**kwargs)
     except Exception as exc:  # noqa: BLE001 - a third-party constructor can raise anything
-        message = f"{settings.retriever}(...) failed: {type(exc).__name__}: {exc}"
+        message = f"{path}(...) failed: {type(exc).__name__}: {exc}"
         for secret in secrets:
             message = message.replace(secret.get_secret_value(), "***")
         raise SourceConfigError(settings.name, message) from None
-    if not isinstance(made, BaseRetriever):
-        raise SourceConfigError(settings.name, f"{settings.retriever} returned {type(made).__name__}, not a LangChain BaseRetriever")
+    if not isinstance(made, kind):
+        raise SourceConfigError(settings.name, f"{path} returned {type(made).__name__}, not a {what}")
     return made
 
 
@@ -329,7 +394,8 @@ def load_object(source: str, path: str) -> Any:
     return target
 
 
-_BUILDERS = {"local": _local, "mediawiki": _mediawiki, "confluence": _confluence, "docs": _docs, "langchain": _langchain}
+_BUILDERS = {"local": _local, "mediawiki": _mediawiki, "confluence": _confluence, "docs": _docs, "langchain": _langchain,
+             "loader": _loader}
 
 
 def environment_names(raw: dict[str, Any]) -> list[str]:

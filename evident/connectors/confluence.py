@@ -5,6 +5,8 @@ request gives ranked hits and their text; pages beyond the server's page size ar
 `_links.next`, which must stay on the configured base URL. Storage format becomes text through
 `confluence_storage`. Credentials: Cloud uses an e-mail address and an API token (basic auth),
 Data Center a personal access token (Bearer) or a user name and password, all from the environment.
+Scoped Cloud API tokens go through the API gateway (`https://api.atlassian.com/ex/confluence/{cloudId}`);
+citation links then use `site_url`, the site readers know.
 
 Permissions: the service account sees more than most readers. Each hit carries its page-level read
 restrictions as `metadata.acl` (users and groups); with `check_permissions` (Cloud), every hit is
@@ -69,6 +71,8 @@ class ConfluenceRetriever(RemoteRetriever):
     credential_hint: str = ""
     check_permissions: bool = False
     page_limit: int = Field(25, ge=1, le=100)
+    site_url: str | None = Field(None, description="Base of citation links when base_url is the API gateway, "
+                                                     "e.g. https://example.atlassian.net/wiki")
 
     def _flow(self, query: str, principal: Principal | None, report: AccessReport) -> Flow[list[Document]]:
         cql = cql_for(query, spaces=self.spaces, content_types=self.content_types, extra=self.extra_cql)
@@ -123,11 +127,11 @@ class ConfluenceRetriever(RemoteRetriever):
                 raise SourceFailure(f"{host(self.base_url)}: pagination link points outside the configured base URL")
             path = target.path[len(base.path):]
         else:
-            path = target.path
-            # Cloud links are relative to the base (".../wiki"), some Data Center versions repeat the context path.
+            # Relative to the base, with or without a leading slash; some Data Center versions repeat the context path.
+            path = target.path if target.path.startswith("/") else "/" + target.path
             if base.path and path.startswith(base.path + "/"):
                 path = path[len(base.path):]
-        if not path.startswith("/rest/api/"):
+        if not path.startswith("/rest/api/") or ".." in path.split("/"):
             raise SourceFailure(f"{host(self.base_url)}: unexpected pagination link")
         params = dict(parse_qsl(target.query, keep_blank_values=True))
         params.setdefault("cql", cql)
@@ -191,7 +195,7 @@ class ConfluenceRetriever(RemoteRetriever):
             metadata["acl"] = acl
         # The URL is built from the configured base, never from a base the response claims.
         return Document(page_content=text, metadata={
-            **metadata, "url": self.base_url + webui, "title": str(item.get("title") or ""),
+            **metadata, "url": (self.site_url or self.base_url) + webui, "title": str(item.get("title") or ""),
             "source": self.source_name, "source_type": "wiki",
         })
 

@@ -31,10 +31,15 @@ class DocsRefreshStats(IndexStats):
 
 def default_docs_index(name: str, settings: CrawlSettings) -> Path:
     """Where a docs source's index lives when none is configured: one file per source and site."""
-    digest = hashlib.sha256("\n".join([name, *settings.sitemaps, *settings.start_urls]).encode()).hexdigest()[:12]
+    return default_source_index("docs", name, [*settings.sitemaps, *settings.start_urls])
+
+
+def default_source_index(kind: str, name: str, identity: list[str]) -> Path:
+    """An index file of its own for a source named `name` whose content is identified by `identity`."""
+    digest = hashlib.sha256("\n".join([name, *identity]).encode()).hexdigest()[:12]
     base = os.environ.get("EVIDENT_INDEX_DIR") or "~/.cache/evident/indexes"
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "docs"
-    return Path(base).expanduser() / f"docs-{slug}-{digest}.sqlite3"
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or kind
+    return Path(base).expanduser() / f"{kind}-{slug}-{digest}.sqlite3"
 
 
 def pages_path(index_path: Path) -> Path:

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
-from urllib.robotparser import RobotFileParser
 
 import httpx
 from pydantic import BaseModel, Field
@@ -25,14 +24,14 @@ from selectolax.lexbor import LexborHTMLParser
 
 from evident.connectors.html_text import declared_charset, parse_html
 from evident.connectors.http import USER_AGENT, transport_failure
+from evident.connectors.robots import AGENT as ROBOTS_AGENT
+from evident.connectors.robots import Robots
 from evident.connectors.sitemap import MAX_SITEMAP_BYTES, SitemapError, parse_sitemap
 from evident.connectors.source import SourceFailure
 
-ROBOTS_AGENT = "EvidenT"  # the product token robots.txt rules are matched against
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 MAX_REDIRECTS = 5
 MAX_SITEMAPS = 50
-MAX_ROBOTS_CHARS = 500_000  # RFC 9309 lets crawlers ignore what follows the first 500 KiB
 GONE = frozenset({404, 410})
 
 SkipReporter = Callable[[str, str], None]
@@ -112,7 +111,7 @@ class Crawler:
         self.settings = settings
         self._client = client
         self._limiter = RateLimiter(1.0 / settings.rate_limit_per_s, clock=clock, sleep=sleep)
-        self._robots: dict[str, RobotFileParser] = {}
+        self._robots: dict[str, Robots] = {}
         self._prefixes = settings.prefixes()
         self._on_skip = on_skip
 
@@ -153,10 +152,8 @@ class Crawler:
         while queue and len(result.records) < self.settings.max_pages and result.fetched < self.settings.max_pages:
             url, lastmod, follow = queue.popleft()
             old = previous.get(url)
-            if old is not None and lastmod and (old.get("crawl") or {}).get("lastmod") == lastmod:
-                result.records.append(old)
-                result.reused += 1
-                continue
+            # Even an unchanged lastmod is asked about (conditionally): generators such as MkDocs
+            # write the build date, and sites edit pages without touching their sitemap.
             page = self._fetch_page(client, url, old, result, conditional=not follow)
             if page is None:
                 continue
@@ -185,31 +182,29 @@ class Crawler:
         if self._on_skip is not None:
             self._on_skip(url, reason)
 
-    def _robots_for(self, client: httpx.Client, url: str, result: CrawlResult) -> RobotFileParser:
+    def _robots_for(self, client: httpx.Client, url: str, result: CrawlResult) -> Robots:
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
         robots = self._robots.get(origin)
         if robots is not None:
             return robots
-        robots = RobotFileParser()
         try:
             self._limiter.wait()
             response = client.get(origin + "/robots.txt", follow_redirects=True)
             status = response.status_code
         except httpx.HTTPError as exc:
-            robots.disallow_all = True
+            robots = Robots.disallow_all()
             self._skip(result, origin + "/robots.txt", f"unreachable ({transport_failure(exc, httpx.Request('GET', origin), self.settings.timeout_s).message}); not crawling {parts.netloc}")
         else:
             if status >= 500:
-                robots.disallow_all = True
+                robots = Robots.disallow_all()
                 self._skip(result, origin + "/robots.txt", f"HTTP {status}; not crawling {parts.netloc}")
             elif status >= 400:
-                robots.allow_all = True
+                robots = Robots.allow_all()
             else:
-                robots.parse(response.text[:MAX_ROBOTS_CHARS].splitlines())
-                delay = robots.crawl_delay(ROBOTS_AGENT)
-                if delay:
-                    self._limiter.slow_down(float(delay))
+                robots = Robots.parse(response.text)
+                if robots.crawl_delay():
+                    self._limiter.slow_down(robots.crawl_delay())
         self._robots[origin] = robots
         return robots
 
@@ -224,7 +219,7 @@ class Crawler:
             if url in done:
                 continue
             done.add(url)
-            if not self._robots_for(client, url, result).can_fetch(ROBOTS_AGENT, url):
+            if not self._robots_for(client, url, result).allowed(url):
                 self._skip(result, url, "sitemap disallowed by robots.txt")
                 continue
             try:
@@ -263,7 +258,7 @@ class Crawler:
         """
         target = url
         for _ in range(MAX_REDIRECTS + 1):
-            if not self._robots_for(client, target, result).can_fetch(ROBOTS_AGENT, target):
+            if not self._robots_for(client, target, result).allowed(target):
                 self._skip(result, target, "disallowed by robots.txt")
                 return None
             headers = {"Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"}

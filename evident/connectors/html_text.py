@@ -32,6 +32,8 @@ _PARAGRAPH = frozenset(
     }
 )  # fmt: skip
 _LINE = frozenset({"li", "dt", "dd", "tr", "caption"})
+_PERMALINK_CLASSES = frozenset({"headerlink", "anchor", "anchorjs-link", "heading-anchor", "permalink"})
+_PERMALINK_GLYPHS = frozenset({"", "¶", "#", "§", "🔗"})
 _LISTS = frozenset({"ul", "ol", "menu"})
 _CELLS = frozenset({"td", "th"})
 _WS = re.compile(r"\s+")
@@ -143,6 +145,18 @@ def _hidden(node: LexborNode) -> bool:
     return "hidden" in attrs or (attrs.get("aria-hidden") or "").strip().lower() == "true"
 
 
+def _permalink(node: LexborNode) -> bool:
+    """A heading's permalink anchor (MkDocs and Sphinx `a.headerlink`, a ¶ or # glyph): not the page's words."""
+    if node.tag != "a":
+        return False
+    classes = set((node.attributes.get("class") or "").split())
+    if "headerlink" in classes:
+        return True
+    if not (node.attributes.get("href") or "").startswith("#"):
+        return False
+    return bool(classes & _PERMALINK_CLASSES) or node.text().strip() in _PERMALINK_GLYPHS
+
+
 def _walk(root: LexborNode, writer: _Writer) -> None:
     # Iterative on purpose: machine-generated pages nest deeper than Python's recursion limit.
     stack: list[tuple[LexborNode, bool]] = [(root, False)]
@@ -161,7 +175,7 @@ def _walk(root: LexborNode, writer: _Writer) -> None:
         if node.is_text_node:
             writer.text(node.text(deep=False), preformatted=pre_depth > 0)
             continue
-        if not node.is_element_node or tag in _SKIP or _hidden(node):
+        if not node.is_element_node or tag in _SKIP or _hidden(node) or _permalink(node):
             continue
         if tag == "br":
             writer.line_break()

@@ -1,17 +1,21 @@
 """MediaWiki (the engine behind most company wikis) through its Action API.
 
-Search is `list=search`; page text is `prop=extracts` as plain text (TextExtracts, one full page per
-response, continued with `excontinue`) or `action=parse` HTML turned into text; page URLs are the
+Search is `list=search` over page text (`srwhat=text`; the default backend otherwise matches titles only),
+relaxed to single words when no page holds every word of the question; page text is `prop=extracts` as
+plain text (TextExtracts, one full page per response, continued with `excontinue`) or `action=parse` HTML
+turned into text, fetched for at most 50 page ids per request (500 with `apihighlimits`); page URLs are the
 API's `fullurl`. Credentials: a bot password (`action=login`, Special:BotPasswords) or an OAuth 2
 owner-only access token, both read from the environment by the source configuration.
 
 Permissions: MediaWiki has no per-page read restrictions in core; reading is a right of user groups.
 With `check_read_rights`, the caller's own account is looked up (`list=users`, `usprop=rights`, or the
-anonymous group `*` from `meta=siteinfo`) and the wiki's hits are returned only if it holds `read`.
+anonymous group `*` from `meta=siteinfo`) and the wiki's hits are returned only if it holds `read`. A
+caller known only by groups has no account to look up and is denied, with the reason in the report.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any, Literal
@@ -29,8 +33,15 @@ from evident.connectors.remote import RemoteRetriever
 from evident.connectors.source import AccessReport, SourceFailure
 from evident.models import Principal
 
+logger = logging.getLogger(__name__)
+
 MAX_SEARCH_CHARS = 300  # MediaWiki rejects longer search strings
-MAX_CONTINUATIONS = 100  # TextExtracts returns one full page per response; k is far below this
+MAX_CONTINUATIONS = 110  # TextExtracts returns one full page per response; k (at most 100) is below this
+MAX_RELAXED_WORDS = 5  # single-word searches when the all-words search finds fewer than k pages
+LOW_ID_LIMIT = 50  # page ids per API request (ApiBase::LIMIT_SML1)
+HIGH_ID_LIMIT = 500  # for accounts with the apihighlimits right (ApiBase::LIMIT_SML2)
+# Search backends that cannot search page text answer `srwhat=text` with one of these.
+_TEXT_SEARCH_REFUSED = frozenset({"search-text-disabled", "srsearch-text-disabled"})
 # Parser output that is page furniture, not content.
 _PARSE_NOISE = ".mw-editsection, #toc, .toc, .mw-jump-link, .navbox, .catlinks, .printfooter, .mw-empty-elt"
 
@@ -52,6 +63,8 @@ class MediaWikiRetriever(RemoteRetriever):
     _session_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _logged_in_flag: bool = PrivateAttr(default=False)
     _rights: dict[str, tuple[float, bool]] = PrivateAttr(default_factory=dict)
+    _srwhat: str | None = PrivateAttr(default=None)  # None: not yet known; "": the backend's default
+    _id_limit: int = PrivateAttr(default=0)
 
     # -- the search ----------------------------------------------------------------------------
 
@@ -61,22 +74,27 @@ class MediaWikiRetriever(RemoteRetriever):
             return []
         if self.username and not self._logged_in():
             yield from self._login()
-        data = yield from self._api({
-            "action": "query", "list": "search", "srsearch": terms, "srlimit": str(self.k),
-            "srnamespace": "|".join(str(n) for n in self.namespaces), "srprop": "", "srinfo": "",
-        })
-        hits = _search_hits(data, self.api_url)[: self.k]
+        hits = yield from self._search(terms)
+        words = terms.split()
+        if len(hits) < self.k and len(words) > 1:
+            hits = yield from self._relaxed(hits, words)
+        hits = hits[: self.k]
         if not hits:
             return []
         acl: Any = None
         if self.check_read_rights:
-            if not (yield from self._may_read(principal)):
+            if not (yield from self._may_read(principal, report)):
                 report.denied += len(hits)
                 return []
             # The wiki itself vouched for this reader; the stamp overrides a source-wide default.
             acl = "public" if is_anonymous(principal) else {"users": [_wiki_user(principal, self.source_name)]}
         ids = [hit["pageid"] for hit in hits]
-        pages = (yield from self._extracts(ids)) if self.text == "extracts" else (yield from self._parsed(ids))
+        pages: dict[int, dict[str, Any]] = {}
+        # The API takes at most 50 page ids per request (500 for accounts with apihighlimits).
+        batch = (yield from self._ids_per_request()) if len(ids) > LOW_ID_LIMIT else LOW_ID_LIMIT
+        for start in range(0, len(ids), batch):
+            chunk = ids[start : start + batch]
+            pages.update((yield from self._extracts(chunk)) if self.text == "extracts" else (yield from self._parsed(chunk)))
         docs = []
         for page_id in ids:
             page = pages.get(page_id)
@@ -97,6 +115,57 @@ class MediaWikiRetriever(RemoteRetriever):
                 **metadata, "url": url, "title": str(title or ""), "source": self.source_name, "source_type": "wiki",
             }))
         return docs
+
+    def _search(self, terms: str) -> Flow[list[dict[str, Any]]]:
+        """Full-text hits. Without `srwhat` most wikis search titles only (the default search backend);
+        `srwhat=text` searches page text everywhere, except on backends that refuse it, which then get
+        their own default (CirrusSearch and its kin search text and titles together)."""
+        params = {
+            "action": "query", "list": "search", "srsearch": terms, "srlimit": str(self.k),
+            "srnamespace": "|".join(str(n) for n in self.namespaces), "srprop": "", "srinfo": "",
+        }
+        with self._session_lock:
+            srwhat = self._srwhat
+        if srwhat is None:
+            data = yield from self._api({**params, "srwhat": "text"}, tolerate=_TEXT_SEARCH_REFUSED)
+            found = bool(data)
+            with self._session_lock:
+                self._srwhat = "text" if found else ""
+            if found:
+                return _search_hits(data, self.api_url)
+        elif srwhat:
+            params["srwhat"] = srwhat
+        return _search_hits((yield from self._api(params)), self.api_url)
+
+    def _relaxed(self, hits: list[dict[str, Any]], words: list[str]) -> Flow[list[dict[str, Any]]]:
+        """More hits for a question whose words are not all on one page.
+
+        MediaWiki's own search backends require every word (a question's "how long" sinks it);
+        each of the question's longest words is searched alone, and pages found by more of them
+        rank first, after the pages that hold every word.
+        """
+        found: dict[int, list[int]] = {}  # page id -> its rank in each search that found it
+        first: dict[int, dict[str, Any]] = {}
+        for word in sorted(words, key=len, reverse=True)[:MAX_RELAXED_WORDS]:
+            for rank, hit in enumerate((yield from self._search(word))):
+                found.setdefault(hit["pageid"], []).append(rank)
+                first.setdefault(hit["pageid"], hit)
+        strict = [hit["pageid"] for hit in hits]
+        others = sorted((pid for pid in found if pid not in strict), key=lambda pid: (-len(found[pid]), sum(found[pid])))
+        return hits + [first[pid] for pid in others]
+
+    def _ids_per_request(self) -> Flow[int]:
+        """50, or 500 when the wiki grants this account `apihighlimits` (asked once)."""
+        with self._session_lock:
+            known = self._id_limit
+        if known:
+            return known
+        data = yield from self._api({"action": "query", "meta": "userinfo", "uiprop": "rights"})
+        rights = ((data.get("query") or {}).get("userinfo") or {}).get("rights") if isinstance(data.get("query"), dict) else None
+        limit = HIGH_ID_LIMIT if isinstance(rights, list) and "apihighlimits" in rights else LOW_ID_LIMIT
+        with self._session_lock:
+            self._id_limit = limit
+        return limit
 
     def _extracts(self, ids: list[int]) -> Flow[dict[int, dict[str, Any]]]:
         params = {
@@ -137,8 +206,15 @@ class MediaWikiRetriever(RemoteRetriever):
 
     # -- permissions ---------------------------------------------------------------------------
 
-    def _may_read(self, principal: Principal | None) -> Flow[bool]:
+    def _may_read(self, principal: Principal | None, report: AccessReport) -> Flow[bool]:
         name = "*" if is_anonymous(principal) else _wiki_user(principal, self.source_name)
+        if not name:
+            # Read rights belong to accounts; a caller known only by its groups has no account to ask about.
+            reason = (f"{self.source_name}: the caller has groups but no wiki user name; MediaWiki grants reading "
+                      "to accounts, so the wiki's pages are not shown")
+            report.reasons.append(reason)
+            logger.info(reason)
+            return False
         now = time.monotonic()
         cached = self._rights.get(name)
         if cached is not None and cached[0] > now:

@@ -43,10 +43,11 @@ class AccessReport:
     removed are counted with the ones EvidenT's ACL filter removes (a count, never the documents).
     """
 
-    __slots__ = ("denied",)
+    __slots__ = ("denied", "reasons")
 
     def __init__(self) -> None:
         self.denied = 0
+        self.reasons: list[str] = []  # why whole sources were hidden from this caller (no document named)
 
 
 class PermissionAware:

@@ -93,9 +93,9 @@ class TantivyMirror:
     def __init__(self, directory: Path, *, title_weight: float) -> None:
         self.directory = directory
         # One field holding the title `title_repeats` times, then the content: term frequency is
-        # then FTS5's weighted one (TITLE_WEIGHT x title + content), so both rank alike. Separate per-field BM25 with a title boost measured
-        # worse (BM25 top-1 on the example questions 69% instead of 79%): a short title field
-        # saturates quickly and the boost then outweighs the content.
+        # then FTS5's weighted one (TITLE_WEIGHT x title + content), so both rank alike. Separate
+        # per-field BM25 with a title boost measured worse (BM25 top-1 on the example questions 69%
+        # instead of 79%): a short title field saturates quickly and the boost then outweighs the content.
         self.title_repeats = max(1, round(title_weight))
         self._schema = _schema()
         self._analyzer = _analyzer()
@@ -244,9 +244,10 @@ class TantivyMirror:
             deadline = time.monotonic() + _WRITER_WAIT_S
             while True:
                 try:
-                    self._writer = index.writer(_WRITER_HEAP, 1)
+                    with tantivy_errors(self.directory):
+                        self._writer = index.writer(_WRITER_HEAP, 1)
                     break
-                except ValueError as exc:  # the directory lock is held by another writer
+                except MirrorError as exc:  # mostly: the directory lock is held by another writer
                     if time.monotonic() > deadline:
                         raise MirrorError(f"{self.directory}: cannot lock for writing ({exc})") from None
                     time.sleep(0.05)

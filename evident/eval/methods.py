@@ -38,8 +38,9 @@ def method_settings(method: str, ctx: EvidentContext) -> list[Any]:
     ]
 
 
-def _outcome(answer: str, facts: list[CitedFact]) -> Outcome:
-    return "insufficient" if is_abstention(answer) or not facts else "answered"
+def _outcome(answer: str) -> Outcome:
+    # An answer without citations is not an abstention: it counts as answered, and ungrounded.
+    return "insufficient" if is_abstention(answer) or not answer.strip() else "answered"
 
 
 class EvidentMethod:
@@ -62,7 +63,7 @@ class EvidentMethod:
                                 reason=f"{type(exc).__name__}: {exc}")
         answer = state.get("answer", "")
         facts = [CitedFact(sentence=c.sentence, url=c.url, quote=c.quote) for c in state.get("citations") or []]
-        outcome: Outcome = "error" if state.get("status") == "error" else _outcome(answer, facts)
+        outcome: Outcome = "error" if state.get("status") == "error" else _outcome(answer)
         errors = [f"{e.source}: {e.message}" for e in state.get("model_errors") or []]
         return MethodRecord(
             key=key, query_id=query_id, method="evident", outcome=outcome, answer=answer, facts=facts,
@@ -120,7 +121,7 @@ class BaselineMethod:
         answer = text_of(reply).strip()
         facts = [] if is_abstention(answer) else numbered_facts(answer, [d.url for d in docs])
         return MethodRecord(
-            key=key, query_id=query_id, method=self.name, outcome=_outcome(answer, facts), answer=answer, facts=facts,
+            key=key, query_id=query_id, method=self.name, outcome=_outcome(answer), answer=answer, facts=facts,
             timings_ms={"generate": ms}, model_calls=1,
         )
 

@@ -33,6 +33,11 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
+def _name(result: "EvalResult") -> str:
+    path = Path(result.dataset)
+    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+
+
 def _err(value: float, low: float | None, high: float | None) -> tuple[float, float]:
     return (value - low if low is not None else 0.0, high - value if high is not None else 0.0)
 
@@ -56,7 +61,7 @@ def metric_bars(result: "EvalResult", path: Path) -> Path:
     ax.set_xticks(range(len(names)), [n.replace("_", "\n", 1) for n in names], fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("rate (95% Wilson CI)")
-    ax.set_title(f"{Path(result.dataset).name}: {result.queries} questions")
+    ax.set_title(f"{_name(result)}: {result.queries} questions")
     return _save(fig, path)
 
 
@@ -73,7 +78,7 @@ def abstention_tradeoff(result: "EvalResult", path: Path) -> Path:
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("false abstention (answerable) ↓")
     ax.set_ylabel("correct abstention (unanswerable) ↑")
-    ax.set_title("Abstention trade-off")
+    ax.set_title(f"Abstention trade-off ({_name(result)})")
     return _save(fig, path)
 
 
@@ -84,6 +89,7 @@ def ablation_heatmap(result: "EvalResult", path: Path) -> Path:
     panels = (("retention", "retention ↑"), ("hallucination_pre_filter", "% below t before filtering"),
               ("hallucination_post_filter", "% below t after filtering"))
     fig, axes = plt.subplots(1, len(panels), figsize=(13, 3.8))
+    fig.suptitle(f"Alignment ablation over recorded extractions ({_name(result)})", fontsize=10)
     for ax, (field, title) in zip(axes, panels):
         grid = [[None] * len(ts) for _ in ns]
         for c in result.ablation:
@@ -92,7 +98,8 @@ def ablation_heatmap(result: "EvalResult", path: Path) -> Path:
         im = ax.imshow(values, cmap="viridis", vmin=0, vmax=1, aspect="auto")
         for i, row in enumerate(values):
             for j, x in enumerate(row):
-                ax.text(j, i, "–" if x != x else f"{x:.2f}", ha="center", va="center", fontsize=7, color="w")
+                ax.text(j, i, "–" if x != x else f"{x:.2f}", ha="center", va="center", fontsize=7,
+                        color="k" if x == x and x > 0.6 else "w")  # readable on viridis' light end
         ax.set_xticks(range(len(ts)), [f"{t:.1f}" for t in ts])
         ax.set_yticks(range(len(ns)), [str(n) for n in ns])
         ax.set_xlabel("threshold t")

@@ -46,8 +46,8 @@ class EvalResult(BaseModel):
         cells = sweep(run.rows["evident"], drift=ctx.drift, bridge=ctx.bridge) if ablation and "evident" in metrics \
             else []
         records = {
-            m: [{"query": r.query.query, "retrieved": r.retrieval.urls, **r.record.model_dump(mode="json")}
-                for r in rows]
+            m: [{"query": r.query.query, "reference_answer": r.query.answer, "retrieved": r.retrieval.urls,
+                 **r.record.model_dump(mode="json")} for r in rows]
             for m, rows in run.rows.items() if m not in run.skipped
         }
         return cls(
@@ -106,6 +106,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 GROUNDEDNESS = ("hallucination", "groundedness", "first_citation_precision", "cited_url_precision", "evidence_recall")
+WHEN_RETRIEVED = ("groundedness_when_retrieved", "evidence_recall_when_retrieved")
 ABSTENTION = ("false_abstention", "correct_abstention", "errors")
 RETRIEVAL = ("retrieval_recall_at_1", "retrieval_recall_at_3", "retrieval_recall_at_top_n")
 COVERAGE = ("anscov", "docfocus", *(f"{k}_at_{n}" for n in (2, 3, 5, 10) for k in ("anscov", "docfocus")))
@@ -118,6 +119,7 @@ LOWER_IS_BETTER = {"hallucination", "false_abstention", "errors", "passage_hallu
 
 
 HIGHER_IS_BETTER = {"groundedness", "first_citation_precision", "cited_url_precision", "evidence_recall",
+                    *WHEN_RETRIEVED,
                     "correct_abstention", "retention", "cov_at_10", *RETRIEVAL, *(n for n in COVERAGE if "anscov" in n)}
 
 
@@ -189,7 +191,8 @@ def markdown(result: EvalResult, images: dict[str, str] | None = None, heading: 
         + (f", model {result.settings['model']}" if result.settings.get("model") else "")
         + f"; n = {result.settings['ngram_n']}, t = {result.settings['threshold']}, top_n = {result.settings['top_n']}."
         + " Rates in percent with 95% Wilson intervals; means with 95% t intervals; * on EvidenT's value: it"
-        " differs from every baseline at p < 0.05 (two-proportion z-test, as in the paper's Table 2).",
+        " differs from every baseline at p < 0.05 (two-proportion z-test, as in the paper's Table 2), better or"
+        " worse: the z-test table gives the sign.",
         "",
     ]
     reasons: dict[str, list[str]] = {}
@@ -208,7 +211,9 @@ def markdown(result: EvalResult, images: dict[str, str] | None = None, heading: 
     if methods:
         first = methods[0]
         out += [f"{h}# Retrieval (shared by all methods)", "",
-                _table([_label(n) for n in RETRIEVAL], [[pct(result.metrics[first].get(n)) for n in RETRIEVAL]]), ""]
+                _table([_label(n) for n in RETRIEVAL], [[pct(result.metrics[first].get(n)) for n in RETRIEVAL]]), "",
+                "Over the answerable questions whose gold page was retrieved (an answer failure, not a retrieval "
+                "failure):", "", method_table(result, WHEN_RETRIEVED), ""]
     out += [f"{h}# Traceability: AnsCov and DocFocus (Table 3 layout, §6.2)", "",
             method_table(result, COVERAGE, fmt=num), ""]
     out += [f"{h}# Answer length", "",

@@ -56,6 +56,13 @@ def method_metrics(rows: Sequence[Row], ngram_n: int, threshold: float) -> dict[
         m.evidence_found([f.quote or f.sentence for f in r.record.facts], r.query.gold_evidence)
         for r in answerable if r.query.gold_evidence
     ])
+    # Told apart from retrieval failures: the same measures over questions whose gold page was retrieved.
+    found = [r for r in answerable if m.retrieval_hit(r.retrieval.urls, r.query.gold, None)]
+    out["groundedness_when_retrieved"] = _tally([m.grounded(cited[id(r)], r.query.gold) for r in found])
+    out["evidence_recall_when_retrieved"] = _tally([
+        m.evidence_found([f.quote or f.sentence for f in r.record.facts], r.query.gold_evidence)
+        for r in found if r.query.gold_evidence
+    ])
     out["false_abstention"] = _tally([r.record.outcome == "insufficient" for r in ok if r.query.is_answerable])
     out["correct_abstention"] = _tally([r.record.outcome == "insufficient" for r in ok if not r.query.is_answerable])
     for name, k in RETRIEVAL_KS.items():

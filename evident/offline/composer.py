@@ -22,6 +22,9 @@ PREFACE_LEAD = "The documentation does not explicitly state"
 PREFACE_TAIL = "Here are some details from the documentation which may help:"
 MAX_SENTENCES = 4
 PASSAGE_RELEVANCE = 0.5
+import os
+STRONG = float(os.environ.get("ST", "2"))
+HARD_MAX = int(os.environ.get("HM", "6"))
 
 
 @dataclass
@@ -34,6 +37,8 @@ class _Sentence:
     urls: list[str] = field(default_factory=list)
     relevance: float = 0.0
     parent: int | None = None
+    # A continuation ranks with the sentence it continues when the answer must be cut.
+    carried: float = 0.0
 
 
 def answer_coverage(query: str, text: str) -> float:
@@ -163,10 +168,11 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
 # When the answer must be cut, a sentence's query-term relevance counts less the later its passage
 # comes: the extractor ranked the passages with more than the query's words (IDF, headings, rank).
 PASSAGE_DECAY = 0.7
+COHESION = True
 
 
-def _rank(s: _Sentence) -> tuple[float, int]:
-    return (-s.relevance * PASSAGE_DECAY ** s.passage, s.order)
+def _rank(s: _Sentence) -> tuple[bool, float, int]:
+    return (s.passage != 0, -max(s.relevance, s.carried) * PASSAGE_DECAY ** s.passage, s.order)
 
 
 def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
@@ -179,14 +185,21 @@ def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
     if s.parent is not None or ends.endswith((":", "?", "？")) or not ends.endswith((".", "!", ";", "。", "！")):
         return True
     first = content_keys(s.text)[:1]
-    return bool(first) and first[0] in CONTINUATIONS
+    if first and first[0] in CONTINUATIONS:
+        return True
+    # Lexical cohesion: the next sentence of the same paragraph that takes up one of its words
+    # ("... using the form VS-118. Complete the form and mail it ...").
+    return COHESION and bool(set(unit_terms(prev.text)) & set(unit_terms(s.text)))
 
 
 def _on_topic(sentences: list[_Sentence]) -> list[_Sentence]:
     """The sentences that share a query term, or continue the kept sentence right before them."""
     kept: list[_Sentence] = []
     for s in sentences:
-        if s.relevance > 0 or (kept and _continues(kept[-1], s)):
+        if s.relevance > 0:
+            kept.append(s)
+        elif kept and _continues(kept[-1], s):
+            s.carried = max(kept[-1].relevance, kept[-1].carried)
             kept.append(s)
     return kept
 
@@ -209,8 +222,11 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
         best[s.passage] = max(best.get(s.passage, 0.0), s.relevance)
     top = max(best.values(), default=0.0)
     sentences = _on_topic([s for s in sentences if best[s.passage] >= PASSAGE_RELEVANCE * top])
-    while len(sentences) > MAX_SENTENCES:
-        ranked = sorted(sentences, key=_rank)[:MAX_SENTENCES]
+    top_rel = max((s.relevance for s in sentences), default=0.0)
+    strong = sum(1 for s in sentences if s.relevance >= STRONG * top_rel)
+    cap = min(HARD_MAX, max(MAX_SENTENCES, sum(1 for s in sentences if s.passage == 0), strong))
+    while len(sentences) > cap:
+        ranked = sorted(sentences, key=_rank)[:cap]
         keep = {s.order for s in ranked}
         # A continuation whose lead was cut would now follow the wrong sentence.
         sentences = _on_topic([s for s in sentences if s.order in keep])

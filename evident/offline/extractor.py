@@ -15,7 +15,9 @@ from typing import Sequence
 
 from evident.alignment.models import Passage, SourceDocument
 from evident.offline.sentences import CONTINUATIONS, Kind, is_noise, split_units
-from evident.offline.terms import ENTITY_WEIGHT, content_keys, entity_keys, pairs, query_terms, scenario_keys, unit_terms
+from evident.offline.terms import (
+    ENTITY_WEIGHT, content_keys, entity_keys, pairs, query_terms, scenario_keys, unit_terms,
+)
 
 __all__ = ["address_score", "extract_passages"]
 
@@ -199,6 +201,8 @@ class _Scorer:
                 copies[u.key] = copies.get(u.key, 0) + 1
         self.repeats = {k: c for k, c in copies.items() if c > 1}
         self.superseded = [is_superseded(d) for d in documents]
+        titles = [unit_terms(d.title) for d in documents]
+        self.titles = [(frozenset(t), frozenset(pairs(t))) for t in titles]
 
     def coverage(self, terms: frozenset[str], doc: int) -> float:
         """Share of the query weight a window covers; names count when its document names them.
@@ -293,9 +297,17 @@ HEADING_SHARE = 1.0
 HEADING_DECAY = 0.5
 
 
-def _under_heading(scorer: _Scorer, units: Sequence[_Unit], u: _Unit) -> float:
-    if u.section < 0 or HEADING_SHARE <= 0:
+TITLE_SHARE = float(__import__("os").environ.get("TS", "1.0"))
+
+
+def _under_heading(scorer: _Scorer, units: Sequence[_Unit], u: _Unit, doc: int = -1) -> float:
+    if HEADING_SHARE <= 0:
         return 0.0
+    if u.section < 0:
+        if doc < 0 or TITLE_SHARE <= 0 or u.depth < 1:
+            return 0.0
+        terms, tp = scorer.titles[doc]
+        return TITLE_SHARE * scorer.raw(terms, tp) * HEADING_DECAY ** max(0, u.depth - 1)
     head = units[u.section]
     # Only what the unit does not already say: a heading repeating the unit's words adds nothing.
     return HEADING_SHARE * scorer.raw(head.terms, head.pairs) * HEADING_DECAY ** max(0, u.depth - 1)
@@ -314,9 +326,10 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[_Scorer, 
         for u in doc_units:
             if u.noise:
                 continue
-            raw = scorer.raw(u.terms, u.pairs) + _under_heading(scorer, doc_units, u)
+            raw = scorer.raw(u.terms, u.pairs) + _under_heading(scorer, doc_units, u, d)
             if raw > 0:
                 scores[(d, u.idx)] = raw * scorer.factor(d, u.key, len(u.key))
+
     order = sorted(scores, key=lambda k: (-scores[k], k[0], k[1]))
 
     used: list[set[int]] = [set() for _ in documents]
@@ -335,7 +348,7 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[_Scorer, 
         n_words = sum(len(u.key) for u in span)
         if all(u.label and u.kind != "row" and u.section < 0 or u.noise for u in span):
             continue  # a heading whose text went to other windows says nothing by itself
-        lead = _under_heading(scorer, units[d], units[d][first])
+        lead = _under_heading(scorer, units[d], units[d][first], d)
         score = (scorer.raw(terms, unit_pairs) + lead) * scorer.factor(d, units[d][i].key, n_words)
         # The heading a window sits under is part of what it says ("I need an extension" above "If
         # you are out of state...").

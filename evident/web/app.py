@@ -1,9 +1,10 @@
-"""Routes served beside the LangGraph API (`http.app` in langgraph.json): health and version.
+"""Routes served beside the LangGraph API (`http.app` in langgraph.json): the answer page at `/`
+(evident/web/page.py, with its Content-Security-Policy), health and version.
 
 The LangGraph server merges these routes into its own app, so `langgraph dev`, `langgraph up` and a
-LangGraph deployment all expose them next to `/runs`, `/assistants`, `/docs`. The answer page will
-be added here too. This app's middleware, `BrowserGuard` (evident/web/browser.py), wraps the
-whole server: the LangGraph server applies it before its own.
+LangGraph deployment all expose them next to `/runs`, `/assistants`, `/docs`. This app's middleware,
+`BrowserGuard` (evident/web/browser.py), wraps the whole server: the LangGraph server applies it
+before its own.
 
 Endpoints are plain functions: Starlette runs them in its thread pool, which matters because reading
 settings touches files and the LangGraph dev server refuses blocking calls on its event loop.
@@ -29,6 +30,7 @@ from starlette.routing import Route
 import evident
 from evident.context import ConfigError, EvidentContext
 from evident.web.browser import BrowserGuard
+from evident.web.page import routes as page_routes
 from evident.web.settings import server_settings
 
 log = logging.getLogger(__name__)
@@ -110,5 +112,5 @@ try:  # read now, at import, rather than on the event loop of the first request
 except ConfigError as exc:
     log.error("evident: %s: every request will be refused until it is fixed", exc)
 
-app = Starlette(routes=[Route("/health", health), Route("/version", version)], lifespan=lifespan,
+app = Starlette(routes=[*page_routes, Route("/health", health), Route("/version", version)], lifespan=lifespan,
                 middleware=[Middleware(BrowserGuard)])

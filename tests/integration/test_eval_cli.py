@@ -112,3 +112,14 @@ def test_usage_errors_exit_2(tmp_path: Path, examples: Path) -> None:
     assert res.exit_code == 2 and "unknown method 'magic'" in res.stderr  # type: ignore[attr-defined]
     res = invoke("--dataset", str(tmp_path / "missing.jsonl"), "--corpus", str(examples))
     assert res.exit_code == 2 and "missing.jsonl: no such file" in res.stderr  # type: ignore[attr-defined]
+
+
+def test_documents_from_a_config_file(tmp_path: Path, examples: Path) -> None:
+    config = tmp_path / "evident.toml"
+    config.write_text(f'corpus = ["{examples}"]\n[retrieval]\ntop_n = 3\n', encoding="utf-8")
+    res = invoke("--dataset", str(QUESTIONS), "--config", str(config), "--limit", "3", "--method", "bm25", "--json")
+    assert res.exit_code == 0, res.stderr  # type: ignore[attr-defined]
+    data = json.loads(res.stdout)  # type: ignore[attr-defined]
+    assert data["methods"]["bm25"]["groundedness"]["n"] >= 1
+    res = invoke("--dataset", str(QUESTIONS), "--config", str(tmp_path / "missing.toml"))
+    assert res.exit_code == 2 and "config file not found" in res.stderr  # type: ignore[attr-defined]

@@ -1,9 +1,10 @@
-"""Local stand-ins for a MediaWiki, a Confluence and a static documentation site, on 127.0.0.1.
+"""Local stand-ins for a MediaWiki, a Confluence and a static documentation site, on 127.0.0.1,
+and a real MediaWiki (Debian's package on SQLite, served by `php -S`) for what a stand-in cannot prove.
 
 They answer the request shapes the real systems answer (MediaWiki Action API with
 `formatversion=2`, Confluence REST `content/search` with CQL and `_links.next` pagination, plain
 static files with robots.txt and sitemaps), with responses shaped like recorded ones, and they can
-be told to misbehave: slow answers, HTTP errors, malformed bodies, API errors, expired sessions.
+be told to misbehave: slow answers, HTTP errors, malformed bodies, API errors.
 Every request is recorded, so tests can assert on what a connector asked for (and did not).
 
 Stdlib only. `stop()` wakes any stalled reply, shuts the server down and joins its threads.
@@ -14,11 +15,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
+import signal
+import socket
+import subprocess
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
@@ -158,38 +165,26 @@ class WikiPage:
 
 
 class MediaWikiServer(FixtureServer):
-    """`/w/api.php` of a wiki: search, extracts (one full page per response), parse, users, login.
+    """`/w/api.php` of a wiki: search, extracts (one full page per response), parse, siteinfo.
 
-    `bot` = (user, password) makes the wiki private: every read needs the session of a bot-password
-    login (`assert=user` fails once the session is expired with `expire_sessions()`). `token` makes it
-    accept an OAuth Bearer token instead.
+    Only for what a real wiki cannot be made to do (`RealMediaWiki` proves the rest): scripted faults
+    through `fault`, and `token`, an OAuth Bearer token (an extension the real test wiki lacks).
     """
 
     def __init__(
         self,
         pages: list[WikiPage],
         *,
-        bot: tuple[str, str] | None = None,
         token: str | None = None,
-        user_rights: dict[str, list[str]] | None = None,
-        anonymous_rights: list[str] | None = None,
     ) -> None:
         super().__init__()
         self.pages = pages
-        self.bot = bot
         self.token = token
-        self.user_rights = user_rights or {}
-        self.anonymous_rights = anonymous_rights if anonymous_rights is not None else ["read", "createaccount"]
-        self.sessions: set[str] = set()
         self.fault: Callable[[Request], Response | None] | None = None
-        self._counter = 0
 
     @property
     def api_url(self) -> str:
         return self.url + "/w/api.php"
-
-    def expire_sessions(self) -> None:
-        self.sessions.clear()
 
     def fullurl(self, page: WikiPage) -> str:
         return f"{self.url}/wiki/{quote(page.title.replace(' ', '_'))}"
@@ -202,24 +197,15 @@ class MediaWikiServer(FixtureServer):
         params = {**request.query, **(request.form() if request.method == "POST" else {})}
         if params.get("format") != "json":
             return Response(200, "<html><body>MediaWiki API help</body></html>", "text/html")
-        if params.get("action") == "login":
-            return self._login(params)
-        if params.get("meta") == "tokens":
-            self._counter += 1
-            return Response(body={"batchcomplete": True, "query": {"tokens": {"logintoken": f"tok{self._counter}+\\"}}},
-                            headers={"Set-Cookie": f"wikidb_session=pre{self._counter}; path=/; HttpOnly"})
-        denied = self._auth_problem(request, params)
-        if denied is not None:
-            return denied
+        if self.token is not None and request.headers.get("authorization") != f"Bearer {self.token}":
+            return self._error("mwoauth-invalid-authorization", "The authorization headers in your request are not valid.")
         if params.get("action") == "parse":
             return self._parse(params)
         if params.get("list") == "search":
             return self._search(params)
-        if params.get("list") == "users":
-            return self._users(params)
         if params.get("meta") == "siteinfo":
             return Response(body={"batchcomplete": True, "query": {"usergroups": [
-                {"name": "*", "rights": self.anonymous_rights}, {"name": "user", "rights": ["read", "edit"]},
+                {"name": "*", "rights": ["read", "createaccount"]}, {"name": "user", "rights": ["read", "edit"]},
             ]}})
         if "extracts" in params.get("prop", "") or params.get("prop") == "info":
             return self._pages(params)
@@ -228,29 +214,6 @@ class MediaWikiServer(FixtureServer):
     def _error(self, code: str, text: str) -> Response:
         return Response(body={"errors": [{"code": code, "text": text, "module": "main"}], "servedby": "mw1"},
                         headers={"MediaWiki-API-Error": code})
-
-    def _auth_problem(self, request: Request, params: dict[str, str]) -> Response | None:
-        if self.token is not None:
-            if request.headers.get("authorization") != f"Bearer {self.token}":
-                return self._error("mwoauth-invalid-authorization", "The authorization headers in your request are not valid.")
-            return None
-        if self.bot is not None:
-            cookie = request.headers.get("cookie", "")
-            session = re.search(r"wikidb_session=([\w-]+)", cookie)
-            if session is None or session.group(1) not in self.sessions:
-                if params.get("assert") == "user":
-                    return self._error("assertuserfailed", "You are no longer logged in, so the action could not be completed.")
-                return self._error("readapidenied", "You need read permission to use this module.")
-        return None
-
-    def _login(self, params: dict[str, str]) -> Response:
-        if self.bot is None or (params.get("lgname"), params.get("lgpassword")) != self.bot or not params.get("lgtoken"):
-            return Response(body={"login": {"result": "Failed", "reason": "Incorrect username or password entered. Please try again."}})
-        self._counter += 1
-        session = f"s{self._counter}"
-        self.sessions.add(session)
-        return Response(body={"login": {"result": "Success", "lguserid": 7, "lgusername": self.bot[0].split("@")[0]}},
-                        headers={"Set-Cookie": f"wikidb_session={session}; path=/; HttpOnly"})
 
     def _search(self, params: dict[str, str]) -> Response:
         query = params.get("srsearch", "")
@@ -302,15 +265,6 @@ class MediaWikiServer(FixtureServer):
         return Response(body={"parse": {"title": page.title, "pageid": page.pageid, "displaytitle": page.title,
                                         "text": page.html or f"<div class=\"mw-parser-output\"><p>{page.text}</p></div>"}})
 
-    def _users(self, params: dict[str, str]) -> Response:
-        users = []
-        for name in params.get("ususers", "").split("|"):
-            if name in self.user_rights:
-                users.append({"userid": 1, "name": name, "rights": self.user_rights[name]})
-            else:
-                users.append({"name": name, "missing": True})
-        return Response(body={"batchcomplete": True, "query": {"users": users}})
-
 
 # -- Confluence --------------------------------------------------------------------------------
 
@@ -341,10 +295,12 @@ class ConfluenceServer(FixtureServer):
         email: str | None = "bot@example.com",
         token: str = "secret-token-123",
         max_limit: int = 2,
+        relative_next: bool = False,
     ) -> None:
         super().__init__()
         self.pages = pages
         self.context = context
+        self.relative_next = relative_next  # `_links.next` without its leading slash, as some versions send it
         self.email = email
         self.token = token
         self.max_limit = max_limit
@@ -394,7 +350,7 @@ class ConfluenceServer(FixtureServer):
         results = [self._content(p, expand) for _, p in window]
         links: dict[str, Any] = {"base": self.base_url, "context": self.context, "self": self.base_url + "/rest/api/content/search"}
         if start + limit < len(hits):
-            links["next"] = "/rest/api/content/search?" + urlencode(
+            links["next"] = ("" if self.relative_next else "/") + "rest/api/content/search?" + urlencode(
                 {"cql": cql, "limit": limit, "start": start + limit, "expand": expand})
         return Response(body={"results": results, "start": start, "limit": limit, "size": len(results), "_links": links})
 
@@ -460,3 +416,156 @@ class StaticSite(FixtureServer):
         if request.headers.get("if-none-match") == etag:
             return Response(304, b"", ctype, {"ETag": etag})
         return Response(200, payload, ctype, {"ETag": etag})
+
+
+# -- a real MediaWiki --------------------------------------------------------------------------
+
+
+MEDIAWIKI_HOME = Path("/usr/share/mediawiki")  # Debian's `mediawiki` package (scripts/test-deps.sh installs it)
+
+# `php -S` serves only files under its document root; the router maps the wiki's /w/api.php to the
+# package's api.php, which reads this wiki's settings from MW_CONFIG_FILE. It also writes each request
+# line to requests.log (`php -S` does not log what a router serves), for tests to see what was asked.
+_ROUTER = """<?php
+file_put_contents('%(log)s', $_SERVER['REQUEST_METHOD'] . ' ' . $_SERVER['REQUEST_URI'] . "\\n", FILE_APPEND | LOCK_EX);
+if (parse_url($_SERVER['REQUEST_URI'], PHP_URL_PATH) === '/w/api.php') {
+    $_SERVER['SCRIPT_NAME'] = '/w/api.php';
+    $_SERVER['SCRIPT_FILENAME'] = '%(home)s/api.php';
+    chdir('%(home)s');
+    require '%(home)s/api.php';
+    return true;
+}
+http_response_code(404);
+echo 'not found';
+return true;
+"""
+
+# Reading is a right of the `reader` group only: anonymous callers and plain users may not read.
+_PRIVATE_WIKI = """
+$wgGroupPermissions['*']['read'] = false;
+$wgGroupPermissions['user']['read'] = false;
+$wgGroupPermissions['reader']['read'] = true;
+$wgPasswordAttemptThrottle = [];
+"""
+
+
+@dataclass
+class BotAccount:
+    user: str  # User@BotName, as the API's login wants it
+    password: str
+
+
+class RealMediaWiki:
+    """A MediaWiki from Debian's package, installed on SQLite in `folder` and served by `php -S`.
+
+    `pages` maps titles to wikitext. Accounts: `Evident` (group reader, with two bot passwords:
+    `reader`, basic grants, and `bulk`, which adds `highvolume`, i.e. `apihighlimits`), `Alice`
+    (reader) and `Mallory` (a user who may not read). Use as a context manager.
+    """
+
+    ADMIN_PASSWORD = "Admin-pass-4f9c1b"
+
+    def __init__(self, folder: Path, pages: dict[str, str]) -> None:
+        self.folder = folder
+        self.pages = pages
+        self.settings = folder / "LocalSettings.php"
+        self.port = _free_port()
+        self.bot = BotAccount("Evident@reader", "0123456789abcdefghijklmnopqrstuv")
+        self.bulk_bot = BotAccount("Evident@bulk", "vutsrqponmlkjihgfedcba9876543210")
+        self._server: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return self.url + "/w/api.php"
+
+    @property
+    def log(self) -> str:
+        """One line per request served so far: `METHOD /path?query`."""
+        path = self.folder / "requests.log"
+        return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+    def maintenance(self, script: str, *args: str) -> str:
+        done = subprocess.run(
+            ["php", str(MEDIAWIKI_HOME / "maintenance" / script), *args], cwd=MEDIAWIKI_HOME,
+            env={**os.environ, "MW_CONFIG_FILE": str(self.settings)}, capture_output=True, text=True, timeout=120,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{script} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")
+        return done.stdout
+
+    def install(self) -> None:
+        data = self.folder / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        self.maintenance(
+            "install.php", "--dbtype", "sqlite", "--dbpath", str(data), "--dbname", "wiki", "--confpath", str(self.folder),
+            "--server", self.url, "--scriptpath", "/w", "--pass", self.ADMIN_PASSWORD, "--skins", "",
+            "--extensions", "TextExtracts", "--quiet", "EvidenT test wiki", "Admin",
+        )
+        with self.settings.open("a", encoding="utf-8") as handle:
+            handle.write(_PRIVATE_WIKI)
+        self.maintenance("createAndPromote.php", "--custom-groups", "reader,bot", "Evident", "Evident-pass-8d2e7a")
+        self.maintenance("createAndPromote.php", "--custom-groups", "reader", "Alice", "Alice-pass-3b6c0f")
+        self.maintenance("createAndPromote.php", "Mallory", "Mallory-pass-9e1d4c")
+        self.maintenance("createBotPassword.php", "--appid", "reader", "--grants", "basic", "Evident", self.bot.password)
+        self.maintenance("createBotPassword.php", "--appid", "bulk", "--grants", "basic,highvolume", "Evident",
+                         self.bulk_bot.password)
+        # One file per page, named by its title: one process imports them all (edits, search index included).
+        texts = self.folder / "pages"
+        texts.mkdir()
+        files = []
+        for title, wikitext in self.pages.items():
+            path = texts / title
+            path.write_text(wikitext, encoding="utf-8")
+            files.append(str(path))
+        self.maintenance("importTextFiles.php", "--bot", "--summary", "test pages", *files)
+
+    def start(self) -> RealMediaWiki:
+        router = self.folder / "router.php"
+        router.write_text(_ROUTER % {"home": MEDIAWIKI_HOME, "log": self.folder / "requests.log"}, encoding="utf-8")
+        log = (self.folder / "server.log").open("wb")
+        # Two workers, so that concurrent requests of one query do not queue; its own session, so
+        # that stop() can end the master and its workers together.
+        self._server = subprocess.Popen(
+            ["php", "-S", f"127.0.0.1:{self.port}", str(router)], cwd=self.folder, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "MW_CONFIG_FILE": str(self.settings), "PHP_CLI_SERVER_WORKERS": "2"},
+            start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                if self._server.poll() is not None:
+                    output = (self.folder / "server.log").read_text(errors="replace")
+                    raise RuntimeError(f"php -S exited: {output[-2000:]}") from None
+                time.sleep(0.05)
+        raise RuntimeError("php -S did not start listening within 30 s")
+
+    def stop(self) -> None:
+        if self._server is not None and self._server.poll() is None:
+            os.killpg(self._server.pid, signal.SIGTERM)
+            try:
+                self._server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._server.pid, signal.SIGKILL)
+                self._server.wait(timeout=10)
+        self._server = None
+
+    def __enter__(self) -> RealMediaWiki:
+        self.install()
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -17,7 +17,7 @@ from evident.alignment import (
     quote_of,
     tokenize,
 )
-from evident.alignment.aligner import _Counts
+from evident.alignment.counts import UnitCounts
 from evident.alignment.reference import align_reference
 from evident.alignment.tokenize import words
 from evident.alignment.statement import BLOCK_BREAK, MAX_GAP_TOKENS
@@ -148,10 +148,10 @@ def test_overlap_n_equals_the_fast_paths_overlap(passage: str, document: str, n:
     assume("…" not in passage and "..." not in passage)
     units = passage_units(passage, n)
     doc = DocumentIndex(document, content_hash(document))
-    counter = _Counts(units.units, lambda _: doc, {0: units})
+    counter = UnitCounts({7: units}, lambda _: doc)
     expected = overlap_n(passage, document, n)
-    assert units.overlap(counter(0)) == expected
-    assert counter.overlaps(0).get(0, 0.0) == expected
+    assert units.overlap(counter.of_passage(0, 7)) == expected
+    assert counter.overlap(0, 7) == expected
 
 
 @FAST

@@ -108,7 +108,7 @@ def test_every_type_builds(tmp_path: Path, examples: Path, monkeypatch: pytest.M
         ({"name": "lc", "type": "langchain", "retriever": "no_such_module_evident:R"}, "lc",
          "cannot import no_such_module_evident: ModuleNotFoundError"),
         ({"name": "lc", "type": "langchain", "retriever": f"{__name__}:Nope"}, "lc", "has no attribute 'Nope'"),
-        ({"name": "lc", "type": "langchain", "retriever": f"{__name__}:NOT_A_RETRIEVER"}, "lc", "is not a retriever"),
+        ({"name": "lc", "type": "langchain", "retriever": f"{__name__}:NOT_A_RETRIEVER"}, "lc", "is not a LangChain BaseRetriever"),
         ({"name": "lc", "type": "langchain", "retriever": "evident.acl:parse_acl"}, "lc", "parse_acl(...) failed"),
         ({"name": "lc", "type": "langchain", "retriever": "nodots"}, "lc", "must be 'package.module:attribute'"),
     ],
@@ -135,7 +135,7 @@ def test_one_bad_source_does_not_stop_the_others(examples: Path) -> None:
     )
     assert [s.name for s in sources] == ["a"]
     assert [(e.source, e.message) for e in errors] == [
-        ("b", "unknown source type 'nope' (expected one of: confluence, docs, langchain, local, mediawiki)"),
+        ("b", "unknown source type 'nope' (expected one of: confluence, docs, langchain, loader, local, mediawiki)"),
         ("a", "another source has the same name"),
     ]
 

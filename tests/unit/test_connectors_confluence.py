@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from evident.connectors.config import Defaults, build_sources, gateway_base
 from evident.connectors.confluence import ConfluenceRetriever, cql_for
 from evident.connectors.confluence_storage import storage_to_text
 from evident.connectors.source import AccessReport, SourceFailure
@@ -179,3 +180,59 @@ def test_storage_format_edge_cases() -> None:
     assert text == "Rotate keys"
     assert storage_to_text("<p>a <ac:link><ri:page ri:content-title='P'/><ac:link-body>the <b>page</b></ac:link-body>"
                            "</ac:link> b</p>") == "a the page b"
+
+
+def test_scoped_token_through_the_api_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Scoped API tokens must call https://api.atlassian.com/ex/confluence/{cloudId}; the stand-in serves
+    # that path on loopback, with the REST API under /wiki as the gateway does, and relative `next` links.
+    monkeypatch.setenv("CONF_EMAIL", "bot@example.com")
+    monkeypatch.setenv("CONF_TOKEN", TOKEN)
+    with ConfluenceServer(PAGES, context="/ex/confluence/0f1e2d3c/wiki", relative_next=True) as gateway:
+        sources, errors = build_sources([{
+            "name": "confluence", "type": "confluence", "url": f"{gateway.url}/ex/confluence/0f1e2d3c",
+            "site_url": "https://acme.atlassian.net/wiki", "email_env": "CONF_EMAIL", "token_env": "CONF_TOKEN",
+            "check_permissions": True,  # allowed: the gateway is Cloud
+        }], Defaults(k=4))
+        assert errors == []
+        r = sources[0].retriever
+        assert isinstance(r, ConfluenceRetriever) and r.deployment == "cloud"
+        report = AccessReport()
+        docs = r.invoke("deploy", principal=Principal(user="acc-hr"), report=report)
+    assert [d.metadata["page_id"] for d in docs] == ["101", "105", "102"] and report.denied == 1  # 103: finance only
+    # Citation links are the site readers know, not the gateway.
+    assert docs[0].metadata["url"] == "https://acme.atlassian.net/wiki/spaces/ENG/pages/101/Deploy+checklist"
+    searches = [q for q in gateway.requests if q.path.endswith("/content/search")]
+    assert [q.path for q in searches] == ["/ex/confluence/0f1e2d3c/wiki/rest/api/content/search"] * 2
+    assert [q.query.get("start", "0") for q in searches] == ["0", "2"]  # the "rest/api/..." link was followed
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"url": "https://api.atlassian.com/ex/confluence/abc", "deployment": "datacenter"}, "Confluence Cloud only"),
+        ({"url": "https://acme.atlassian.net/wiki", "site_url": "acme.atlassian.net"}, "site_url must be an absolute"),
+    ],
+)
+def test_gateway_settings_that_cannot_work(raw: dict[str, Any], message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONF_EMAIL", "bot@example.com")
+    monkeypatch.setenv("CONF_TOKEN", TOKEN)
+    _, errors = build_sources([{"name": "c", "type": "confluence", "email_env": "CONF_EMAIL", "token_env": "CONF_TOKEN",
+                                **raw}], Defaults())
+    assert len(errors) == 1 and message in errors[0].message
+
+
+def test_gateway_base() -> None:
+    assert gateway_base("https://api.atlassian.com/ex/confluence/abc-1") == "https://api.atlassian.com/ex/confluence/abc-1/wiki"
+    assert gateway_base("https://api.atlassian.com/ex/confluence/abc-1/wiki") == "https://api.atlassian.com/ex/confluence/abc-1/wiki"
+    assert gateway_base("https://acme.atlassian.net/wiki") is None
+    assert gateway_base("https://confluence.example.com/ex/other") is None
+
+
+def test_pagination_link_that_climbs_out_of_the_api_is_refused(cloud: ConfluenceServer) -> None:
+    def climbing_next(request: Request) -> Response | None:
+        item = {"id": "9", "title": "t", "_links": {"webui": "/x"}, "body": {"storage": {"value": "<p>deploy</p>"}}}
+        return Response(body={"results": [item], "_links": {"next": "rest/api/../../admin/users?x=1"}})
+
+    cloud.fault = climbing_next
+    with pytest.raises(SourceFailure, match="unexpected pagination link"):
+        cloud_retriever(cloud, k=5).invoke("deploy")

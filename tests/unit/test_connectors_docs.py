@@ -10,7 +10,9 @@ import pytest
 
 from evident.connectors.docs_index import pages_path, read_pages, refresh_docs_index
 from evident.connectors.docs_site import CrawlSettings, Crawler, RateLimiter
+from evident.connectors.html_text import parse_html
 from evident.connectors.local import LocalCorpusRetriever
+from evident.connectors.robots import Robots
 from evident.connectors.sitemap import SitemapError, parse_sitemap
 from evident.connectors.source import SourceFailure
 from tests.support.wiki_servers import Response, StaticSite
@@ -160,12 +162,18 @@ def test_refresh_builds_and_updates_the_index(site: StaticSite, tmp_path: Path) 
     assert hit.metadata["source"] == "docs" and hit.metadata["source_type"] == "docs"
     assert pages_path(index).exists()
 
-    # Unchanged lastmod: no page is fetched again (only robots.txt and the sitemaps).
+    # Unchanged lastmod: every page is still asked "changed since?" (its ETag) and skipped on 304.
     before = len(site.requests)
     stats = refresh_docs_index(settings(site), index)
-    again = site.paths()[before:]
-    assert {"/docs/", "/docs/install", "/docs/config"}.isdisjoint(again)
-    assert stats.unchanged == 4 and stats.reused >= 3
+    again = [r for r in site.requests[before:] if r.path in {"/docs/", "/docs/install", "/docs/config"}]
+    assert sorted(r.path for r in again) == ["/docs/", "/docs/config", "/docs/install"]
+    assert all(r.headers.get("if-none-match") for r in again)
+    assert stats.unchanged == 4 and stats.reused == 3  # /docs/upgrade, reached by a redirect, is fetched whole
+
+    # Same lastmod, new text (the sitemap was not regenerated): the conditional request sees the change.
+    site.files["/docs/config"] = page("Configuration reference", "<p>The <code>workers</code> setting defaults to 8.</p>")
+    stats = refresh_docs_index(settings(site), index)
+    assert stats.updated == 1 and "defaults to 8" in retriever.invoke("workers setting default")[0].page_content
 
     # A page changed (new lastmod) and a page removed from the site.
     files = site.files
@@ -228,3 +236,68 @@ def test_sitemap_parsing() -> None:
         parse_sitemap(b"<html><body>not a sitemap")
     with pytest.raises(SitemapError, match="root element <html>"):
         parse_sitemap(b"<html><body/></html>")
+
+
+ROBOTS = """
+User-agent: *
+Disallow: /
+
+User-agent: EvidenT
+Disallow: /
+Allow: /user-guide/
+Disallow: /user-guide/internal/
+Allow: /user-guide/internal/public-
+Disallow: /*.pdf$
+Disallow: /user-guide/*?print=
+Crawl-delay: 2
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        ("/", False),  # Disallow: / applies where nothing longer matches
+        ("/blog/", False),
+        ("/user-guide/", True),  # the longer Allow wins over Disallow: / (urllib's first match refused it)
+        ("/user-guide/install", True),
+        ("/user-guide/internal/keys", False),  # a longer Disallow wins again
+        ("/user-guide/internal/public-faq", True),  # and a longer Allow again
+        ("/files/manual.pdf", False),  # `*` and `$`
+        ("/files/manual.pdf.html", False),  # not the `$` rule, but still under Disallow: /
+        ("/user-guide/manual.pdf", True),  # Allow: /user-guide/ (12 chars) is longer than /*.pdf$ (7)
+        ("/user-guide/page?print=1", False),  # `*` in the middle of a rule, query included
+    ],
+)
+def test_robots_txt_is_read_as_rfc_9309_says(path: str, allowed: bool) -> None:
+    assert Robots.parse(ROBOTS).allowed("https://docs.example.com" + path) is allowed
+
+
+def test_robots_end_anchor_and_agent_groups() -> None:
+    robots = Robots.parse("User-agent: *\nDisallow: /*.pdf$\nAllow: /\n")
+    assert not robots.allowed("https://d.example/a/manual.pdf")
+    assert robots.allowed("https://d.example/a/manual.pdf.html")  # `$`: the rule ends at .pdf
+    assert robots.allowed("https://d.example/a/manual.pdfx")
+    other = Robots.parse("User-agent: SomeoneElse\nDisallow: /\n")
+    assert other.allowed("https://d.example/") and other.crawl_delay() == 0.0
+    assert Robots.parse(ROBOTS).crawl_delay() == 2.0
+    assert Robots.parse("User-agent: evident\nRequest-rate: 1/5\n").crawl_delay() == 5.0  # agent names fold case
+
+
+def test_the_crawler_obeys_longest_match_rules(site: StaticSite) -> None:
+    site.files["/robots.txt"] = ("text/plain", "User-agent: *\nDisallow: /\nAllow: /docs/\nDisallow: /docs/*fig$\n"
+                                 "Allow: /sitemap\n")
+    site.files["/sitemap-docs.xml"] = urlset(("/docs/", ""), ("/docs/install", ""), ("/docs/config", ""))
+    result = Crawler(settings(site)).run()
+    urls = {r["url"].removeprefix(site.url) for r in result.records}
+    assert urls == {"/docs/", "/docs/install"}
+    assert (site.url + "/docs/config", "disallowed by robots.txt") in result.skipped
+    assert "/docs/config" not in site.paths()
+
+
+def test_heading_permalinks_are_not_text() -> None:
+    html = ('<html><body><main><h1>Install<a class="headerlink" href="#install" title="Permanent link">¶</a></h1>'
+            '<p>Run the installer.</p><h2 id="req">Requirements <a href="#req">#</a></h2><p>Python 3.11.</p>'
+            '<h2>See also<a class="anchor" href="#see"></a></h2><p>Read <a href="#req">the requirements</a>.</p>'
+            "</main></body></html>")
+    assert parse_html(html).text == ("Install\n\nRun the installer.\n\nRequirements\n\nPython 3.11.\n\n"
+                                     "See also\n\nRead the requirements.")

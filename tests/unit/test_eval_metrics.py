@@ -160,6 +160,16 @@ def test_method_metrics_denominators() -> None:
     assert (out["retrieval_recall_at_1"].hits, out["retrieval_recall_at_1"].n) == (0, 4)
     assert (out["retrieval_recall_at_3"].hits, out["retrieval_recall_at_3"].n) == (4, 4)
     assert out["answer_sentences"].n == 3  # answered, not abstained, not failed
+    # Gold (B) was retrieved for every question: the conditional rates equal the plain ones here.
+    assert (out["groundedness_when_retrieved"].hits, out["groundedness_when_retrieved"].n) == (2, 3)
+
+
+def test_answer_failures_are_told_apart_from_retrieval_failures() -> None:
+    rows = [_row("1", True, [B]), _row("2", True, [A], retrieved=(A,)), _row("3", True, [A])]
+    out = method_metrics(rows, 5, 0.7)
+    assert (out["groundedness"].hits, out["groundedness"].n) == (1, 3)
+    # Question 2 never had its gold page: only 1 and 3 count, and 3 is the answer's failure.
+    assert (out["groundedness_when_retrieved"].hits, out["groundedness_when_retrieved"].n) == (1, 2)
 
 
 def test_compare_tests_shared_rates_only() -> None:
@@ -179,3 +189,11 @@ def test_judge_labels() -> None:
     assert parse_label('{"label": "No"}') == "No"
     assert parse_label('{"label": "Maybe"}') == "invalid"
     assert parse_label("no JSON at all") == "invalid"
+
+
+def test_an_uncited_answer_is_answered_not_an_abstention() -> None:
+    from evident.eval.methods import _outcome
+
+    assert _outcome("Reports are due within 30 days.") == "answered"
+    assert _outcome("Not sufficient information to answer.") == "insufficient"
+    assert _outcome("   ") == "insufficient"

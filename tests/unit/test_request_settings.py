@@ -85,9 +85,7 @@ def test_the_published_context_schema_is_what_a_request_may_set() -> None:
 
 
 class Recorder(BaseRetriever):
-    """A retriever that remembers the settings and principal each run used."""
-
-    seen: list[Any] = []
+    """A public page and an HR-only page, whatever the query."""
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return [Document(page_content="Expense reports are due within 30 days of the trip.",

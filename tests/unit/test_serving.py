@@ -210,7 +210,7 @@ def test_descriptions_of_steps() -> None:
     assert describe("retrieve", retrieve) == "retrieve: 0 documents from 1 source, failed: docs [4 ms]"
     assert "denied" not in retrieve["sources"][0] and "acl_dropped" not in retrieve
     align = summarize("align", {"alignment": [{"action": "kept"}, {"action": "dropped"}], "verified": [1]})
-    assert describe("align", align) == "align: 1 kept, 0 truncated, 0 relinked, 1 dropped"
+    assert describe("align", align) == "align: 1 kept, 0 corrected, 0 truncated, 0 relinked, 1 dropped"
     assert describe("postprocess", summarize("postprocess", {"status": "insufficient", "citations": []})) == (
         "postprocess: insufficient, 0 citations")
     assert summarize("unknown-node", {"x": 1}) == {}

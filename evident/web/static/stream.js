@@ -1,0 +1,127 @@
+// One question, asked through the LangGraph API the server exposes: `POST runs/stream` (a run
+// without a thread), read as server-sent events. "updates" brings each finished step's update,
+// "messages-tuple" the model's tokens (LLM mode only; offline answers arrive whole).
+
+export const GRAPH_ID = "evident";
+const STREAM_MODE = ["updates", "messages-tuple"];
+
+// Channels whose updates add up within a query (their reducer appends); the first step starts afresh.
+const ADDITIVE = new Set(["source_errors", "model_errors"]);
+const FIRST_STEP = "retrieve";
+
+/** A failed HTTP answer: its status and the server's one-line reason. */
+export class HttpError extends Error {
+  constructor(status, detail) {
+    super(detail || `HTTP ${status}`);
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+async function detailOf(response) {
+  const text = await response.text().catch(() => "");
+  try {
+    const body = JSON.parse(text);
+    const detail = body?.detail ?? body?.message ?? body?.error;
+    if (detail !== undefined) return typeof detail === "string" ? detail : JSON.stringify(detail);
+  } catch {
+    // not JSON: the text itself, shortened
+  }
+  return text.slice(0, 300);
+}
+
+/** (event, data) pairs of a server-sent event stream. */
+export async function* serverSentEvents(body) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end;
+    while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, "");
+      let event = "message";
+      const data = [];
+      for (const line of block.split(/\r?\n/)) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (data.length) {
+        let parsed;
+        try {
+          parsed = JSON.parse(data.join("\n"));
+        } catch {
+          parsed = data.join("\n");
+        }
+        yield [event, parsed];
+      }
+    }
+  }
+}
+
+/** The state after a step's `update`, as the graph's reducers would make it. */
+export function applyUpdate(state, node, update) {
+  if (!update || typeof update !== "object") return state;
+  const next = node === FIRST_STEP ? {} : { ...state };
+  for (const [key, value] of Object.entries(update)) {
+    if (ADDITIVE.has(key) && node !== FIRST_STEP) next[key] = [...(next[key] || []), ...(value || [])];
+    else if (key === "timings_ms") next[key] = { ...(node === FIRST_STEP ? {} : next[key]), ...value };
+    else next[key] = value;
+  }
+  return next;
+}
+
+/** The text of a streamed message chunk (a string, or a list of content blocks). */
+function tokenText(message) {
+  const content = message?.content;
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content.map((part) => (typeof part === "string" ? part : part?.type === "text" ? part.text || "" : "")).join("");
+  }
+  return "";
+}
+
+/**
+ * Asks `question`; calls `on.step(node, update, state)` for every finished step and
+ * `on.token(text)` for every answer token; resolves to the final state. Throws HttpError when
+ * the server refuses the run, and Error("stream: …") when it fails during the run.
+ */
+export async function ask(question, { token, signal, on }) {
+  const headers = { "Content-Type": "application/json", Accept: "text/event-stream" };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const response = await fetch("runs/stream", {
+    method: "POST",
+    headers,
+    signal,
+    credentials: "omit",
+    body: JSON.stringify({
+      assistant_id: GRAPH_ID,
+      input: { query: question },
+      stream_mode: STREAM_MODE,
+      on_disconnect: "cancel",
+    }),
+  });
+  if (!response.ok) throw new HttpError(response.status, await detailOf(response));
+  let state = {};
+  for await (const [event, data] of serverSentEvents(response.body)) {
+    if (event === "updates") {
+      for (const [node, update] of Object.entries(data || {})) {
+        if (node.startsWith("__")) continue;
+        state = applyUpdate(state, node, update);
+        on.step(node, update || {}, state);
+      }
+    } else if (event === "messages" && Array.isArray(data)) {
+      const [message, meta] = data;
+      if (meta?.langgraph_node === "generate") {
+        const text = tokenText(message);
+        if (text) on.token(text);
+      }
+    } else if (event === "error") {
+      const message = typeof data === "string" ? data : data?.message || data?.error || JSON.stringify(data);
+      throw new Error(`stream: ${message}`);
+    }
+  }
+  return state;
+}

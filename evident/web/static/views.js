@@ -1,0 +1,228 @@
+// The parts of the page an answer fills: the answer with its citation chips, the sources, the
+// status banners, the evidence trail, and the document viewer. Data only ever becomes text.
+
+import { append, clear, h, link, show } from "./dom.js";
+import { renderDocument } from "./highlight.js";
+import { renderMarkdown } from "./markdown.js";
+
+const $ = (id) => document.getElementById(id);
+
+export const ACTIONS = ["kept", "corrected", "truncated", "relinked", "dropped"];
+const ACTION_MEANING = {
+  kept: "verified: the passage is the source's text",
+  corrected: "the passage changed a word of its source: the quote is what the source says",
+  truncated: "only part of the passage is in its source: the quote keeps that part",
+  relinked: "the passage is another retrieved document's text: its citation now points there",
+  dropped: "not found in the retrieved text: not used",
+};
+
+const strings = (value) => (Array.isArray(value) ? value : []);
+const normal = (s) => String(s ?? "").replace(/\[[^[\]\s]+\]/g, "").replace(/[*_`]/g, "").replace(/\s+/g, " ").trim();
+
+/**
+ * Numbers of the documents, in the order the answer first cites them, then the other retrieved
+ * ones: the chips and the source list use the same numbers.
+ */
+export function documentNumbers(state, draftUrls = []) {
+  const numbers = new Map();
+  const add = (url) => {
+    if (typeof url === "string" && !numbers.has(url)) numbers.set(url, numbers.size + 1);
+  };
+  strings(state.citations).forEach((c) => add(c?.url));
+  draftUrls.forEach(add);
+  strings(state.documents).forEach((d) => add(d?.url));
+  return numbers;
+}
+
+function documentOf(state, url) {
+  return strings(state.documents).find((d) => d?.url === url) || null;
+}
+
+/** Which citation a marker `[url]` after `sentence` stands for: each citation is used once, in order. */
+function citationMatcher(citations) {
+  const used = new Set();
+  return (url, sentence) => {
+    const said = normal(sentence);
+    const free = citations.map((c, i) => [c, i]).filter(([c, i]) => c?.url === url && !used.has(i));
+    const pick = free.find(([c]) => normal(c.sentence) && said.endsWith(normal(c.sentence)))
+      || free.find(([c]) => normal(c.sentence) && said.includes(normal(c.sentence)))
+      || free[0]
+      || citations.map((c, i) => [c, i]).find(([c]) => c?.url === url);
+    if (!pick) return null;
+    used.add(pick[1]);
+    return pick[1];
+  };
+}
+
+/** The verified answer, with one chip per citation marker; `open(index, chip)` opens a citation. */
+export function renderAnswer(state, open) {
+  const citations = strings(state.citations);
+  const numbers = documentNumbers(state);
+  const match = citationMatcher(citations);
+  const target = clear($("answer"));
+  show($("draft-note"), false);
+  const cite = (url, sentence) => {
+    const index = match(url, sentence);
+    if (index === null || !documentOf(state, url)) return null;
+    const n = numbers.get(url);
+    const doc = documentOf(state, url);
+    const chip = h("button", {
+      type: "button",
+      class: "chip",
+      "data-citation": index,
+      "aria-controls": "doc-panel",
+      "aria-label": `Source ${n}: show the cited text in ${doc.title || url}`,
+      title: doc.title || url,
+    }, String(n));
+    chip.addEventListener("click", () => open(index, chip));
+    return chip;
+  };
+  target.append(renderMarkdown(state.answer || "", cite));
+}
+
+/** The model's draft as it streams: markers become numbered, inactive chips until it is verified. */
+export function renderDraft(draft, state) {
+  const urls = [...draft.matchAll(/\[([^[\]\s]+)\]/g)].map((m) => m[1]);
+  const numbers = documentNumbers(state, urls.filter((u) => documentOf(state, u)));
+  const cite = (url) => (numbers.has(url) ? h("span", { class: "chip pending", "aria-hidden": "true" }, String(numbers.get(url))) : null);
+  show($("draft-note"), true);
+  clear($("answer")).append(renderMarkdown(draft, cite));
+}
+
+/** Sources with titles, links (http/https only) and the source they came from; failures after them. */
+export function renderSources(state, openDocument) {
+  const numbers = documentNumbers(state);
+  const citedUrls = new Set(strings(state.citations).map((c) => c?.url));
+  const list = clear($("sources"));
+  const docs = [...strings(state.documents)].sort((a, b) => numbers.get(a.url) - numbers.get(b.url));
+  for (const doc of docs) {
+    const button = h("button", { type: "button", class: "secondary small" }, "Show document");
+    button.addEventListener("click", () => openDocument(doc.url, button));
+    list.append(h("li", { value: numbers.get(doc.url), class: citedUrls.has(doc.url) ? "cited-source" : null },
+      h("span", { class: "source-title" }, doc.title || doc.url),
+      h("span", { class: "source-url" }, link(doc.url)),
+      h("span", { class: "source-meta" }, [doc.source ? `from ${doc.source}` : null,
+        citedUrls.has(doc.url) ? "cited" : "retrieved, not cited"].filter(Boolean).join(" · ")),
+      button));
+  }
+  if (!docs.length) list.append(h("li", { class: "none" }, "No document was retrieved."));
+  const failures = clear($("source-failures"));
+  const errors = strings(state.source_errors);
+  if (errors.length) {
+    failures.append(h("h3", {}, "Sources that failed"),
+      h("ul", { class: "failures" }, errors.map((e) => h("li", {}, h("strong", {}, String(e?.source ?? "?")), `: ${e?.message ?? ""} (${e?.kind ?? "error"})`))));
+  }
+  show($("sources-panel"));
+}
+
+function banner(kind, title, text, items = []) {
+  return h("div", { class: `banner ${kind}`, role: kind === "info" ? "status" : "alert", "data-kind": title.toLowerCase() },
+    h("p", {}, h("strong", {}, `${title}: `), text),
+    items.length ? h("ul", {}, items.map((item) => h("li", {}, item))) : null);
+}
+
+/** The status said plainly: degraded (and why), insufficient, error; what the request had ignored. */
+export function renderStatus(state) {
+  const alerts = clear($("alerts"));
+  const sourceErrors = strings(state.source_errors).map((e) => `${e?.source ?? "?"}: ${e?.message ?? ""}`);
+  const modelErrors = strings(state.model_errors).map((e) => `model ${e?.source ?? ""}: ${e?.message ?? ""}`);
+  if (state.status === "degraded") {
+    const why = [];
+    if (sourceErrors.length) why.push("some sources failed, so this answer may miss what they hold");
+    if (modelErrors.length) why.push("the model failed, so where it failed the answer is sentences taken from the documents");
+    alerts.append(banner("warn", "Degraded", `${why.join("; ") || "part of the query failed"}.`,
+      [...sourceErrors, ...modelErrors]));
+  } else if (state.status === "insufficient") {
+    alerts.append(banner("info", "Insufficient",
+      "the retrieved documents do not support an answer to this question, so none was written."));
+  } else if (state.status === "error") {
+    alerts.append(banner("error", "Error", `the question could not be answered: ${state.error || "unknown error"}`,
+      [...sourceErrors, ...modelErrors]));
+  }
+  if (modelErrors.length && !["degraded", "error"].includes(state.status)) {
+    alerts.append(banner("error", "Model failure", "the model failed during this query.", modelErrors));
+  }
+  if (strings(state.notes).length) alerts.append(banner("info", "Note", "", strings(state.notes).map(String)));
+}
+
+export function showError(title, text) {
+  clear($("alerts")).append(banner("error", title, text));
+}
+
+const sameText = (a, b) => Boolean(a && b) && String(a).replace(/\s+/g, " ").trim() === String(b).replace(/\s+/g, " ").trim();
+const fixed = (x) => (typeof x === "number" && Number.isFinite(x) ? x.toFixed(2) : "–");
+
+/** Every alignment decision, with its overlap, reason, the passage as proposed and the verified quote. */
+export function renderTrail(state, openSpans) {
+  const decisions = strings(state.alignment);
+  const counts = Object.fromEntries(ACTIONS.map((a) => [a, 0]));
+  decisions.forEach((d) => { counts[d?.action] = (counts[d?.action] || 0) + 1; });
+  $("trail-counts").textContent = `${decisions.length} passage${decisions.length === 1 ? "" : "s"}: `
+    + ACTIONS.map((a) => `${counts[a]} ${a}`).join(", ");
+  const list = clear($("trail"));
+  for (const d of decisions) {
+    const action = ACTIONS.includes(d?.action) ? d.action : "dropped";
+    const moved = action !== "dropped" && Boolean(d.url) && Boolean(d.original_url) && d.original_url !== d.url;
+    const facts = h("dl", { class: "facts" },
+      h("dt", {}, "Overlap"), h("dd", {}, moved
+        ? `${fixed(d.overlap)} with the cited document, ${fixed(d.final_overlap)} with the one it now cites`
+        : `${fixed(d.overlap)} with the cited document`),
+      h("dt", {}, moved ? "Cited by the model" : "Cited document"), h("dd", {}, link(d.original_url || d.url)),
+      moved ? [h("dt", {}, "Now cites"), h("dd", {}, link(d.url))] : null,
+      d.reason ? [h("dt", {}, "Reason"), h("dd", {}, String(d.reason))] : null);
+    const item = h("li", { class: `decision ${action}`, "data-action": action },
+      h("p", { class: "decision-head" },
+        h("span", { class: `badge ${action}` }, action), " ",
+        h("span", { class: "passage-id" }, `passage ${d.passage_id ?? "?"}`), " — ",
+        h("span", { class: "meaning" }, ACTION_MEANING[action])),
+      facts,
+      sameText(d.content, d.quote)
+        ? [h("p", { class: "label" }, "Passage, verbatim in the source"), h("blockquote", { class: "quote" }, String(d.quote))]
+        : [d.content ? [h("p", { class: "label" }, "Proposed passage"), h("blockquote", { class: "proposed" }, String(d.content))] : null,
+          d.quote ? [h("p", { class: "label" }, "Verified quote"), h("blockquote", { class: "quote" }, String(d.quote))] : null],
+      strings(d.substitutions).length ? h("ul", { class: "substitutions" }, strings(d.substitutions).map((s) =>
+        h("li", {}, "The passage says “", String(s?.passage ?? ""), "”, the source says “", String(s?.source ?? ""), "”"))) : null);
+    if (action !== "dropped" && strings(d.spans).length && documentOf(state, d.url)) {
+      const button = h("button", { type: "button", class: "secondary small" }, "Show in the document");
+      button.addEventListener("click", () => openSpans(d.url, d.spans, `Passage ${d.passage_id}`, button));
+      item.append(button);
+    }
+    list.append(item);
+  }
+  if (!decisions.length) list.append(h("li", { class: "none" }, "No passage was proposed."));
+  const removed = clear($("removed"));
+  if (strings(state.removed_sentences).length) {
+    removed.append(h("h3", {}, "Sentences removed by verification"),
+      h("p", { class: "hint" }, "The draft said these, but the passages they cited do not support them."),
+      h("ul", {}, strings(state.removed_sentences).map((s) => h("li", {}, String(s)))));
+  }
+  show($("trail-panel"));
+}
+
+/**
+ * Opens the document at `url` beside the answer: `active` spans highlighted as the ones being read
+ * (the first scrolled into view), `others` (the document's other cited spans) more lightly.
+ */
+export function showDocument(state, url, { active = [], others = [], caption = "" }) {
+  const doc = documentOf(state, url);
+  if (!doc) return [];
+  $("doc-title").textContent = doc.title || doc.url;
+  append(clear($("doc-meta")), [link(doc.url), doc.source ? ` · from ${doc.source}` : ""]);
+  $("doc-cited").textContent = caption;
+  show($("doc-panel"));
+  const marks = renderDocument($("doc-text"), doc.content, active, others);
+  $("doc-title").focus({ preventScroll: true });
+  const box = $("doc-text");
+  box.scrollTop = 0;
+  if (marks.length) {
+    // Scroll the document itself to the first span, a third down; move the page only if it must.
+    const offset = marks[0].getBoundingClientRect().top - box.getBoundingClientRect().top;
+    box.scrollTop = Math.max(0, offset - box.clientHeight / 3);
+    marks[0].scrollIntoView({ block: "nearest", inline: "nearest" });
+  }
+  return marks;
+}
+
+export function otherSpans(state, url, exceptIndex = -1) {
+  return strings(state.citations).flatMap((c, i) => (c?.url === url && i !== exceptIndex ? strings(c.spans) : []));
+}

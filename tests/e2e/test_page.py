@@ -1,0 +1,465 @@
+"""The answer page at `/` of the served app, in real headless Chromium (Debian's `chromium`, driven
+by Playwright with `executable_path`), against the real `langgraph dev` server.
+
+Three deployments: `served` (tests/e2e/conftest.py: the examples, no authentication); a hostile
+one of this module: one document full of markup and a `javascript:` link, a MediaWiki source on a
+closed loopback port (so every answer is degraded), and a tokens file (so the page needs a token);
+and `served_llm` of tests/e2e/test_server.py (a scripted model on loopback), whose tokens stream.
+Screenshots go under each test's tmp_path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, Playwright, expect, sync_playwright
+
+from evident.web.auth import token_digest
+from tests.e2e import dev_server
+from tests.e2e.dev_server import DevServer
+from tests.e2e.test_server import model, served_llm  # noqa: F401  (fixtures: a deployment with a scripted model)
+from tests.support.llm import passages_reply
+from tests.support.openai_server import OpenAIServer, Reply
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+Q = "How many days do I have to submit an expense report after a trip?"
+ZEBRA_Q = "What does the zebra quarantine procedure need?"
+TOKEN = "page-test-token"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 360, "height": 740}
+WAIT_MS = 60_000  # a deadline for a slow machine, not a timing claim
+
+HOSTILE = """---
+url: https://intranet.example/zebra-quarantine
+title: Zebra <script>window.__xss = "title"</script> quarantine <img src=x onerror="window.__xss='title-img'">
+---
+# Zebra quarantine procedure
+
+The zebra quarantine procedure needs two signatures <img src=x onerror="window.__xss='img'"> from the facilities desk.
+Every zebra quarantine request is filed with the <script>window.__xss = "script"</script> facilities form [open the zebra form](javascript:window.__xss='link') before noon.
+A zebra quarantine ends after </textarea><b onmouseover="window.__xss='b'">fourteen days</b> of observation.
+"""
+
+
+# -- fixtures ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: `bash scripts/test-deps.sh` installs Debian's chromium")
+    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="module")
+def served_hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    root = tmp_path_factory.mktemp("served-hostile")
+    (root / "hostile").mkdir()
+    (root / "hostile" / "zebra.md").write_text(HOSTILE, encoding="utf-8")
+    closed = dev_server.free_port()  # bound, then released: nothing listens there
+    (root / "evident.toml").write_text(
+        'corpus = ["hostile"]\n\n[[sources]]\nname = "wiki"\ntype = "mediawiki"\n'
+        f'url = "http://127.0.0.1:{closed}/w/api.php"\ntimeout_s = 5\n', encoding="utf-8")
+    tokens = root / "tokens.json"
+    tokens.write_text(json.dumps([{"sha256": token_digest(TOKEN), "user": "pat", "groups": ["staff"]}]),
+                      encoding="utf-8")
+    env = {"EVIDENT_CONFIG": str(root / "evident.toml"), "EVIDENT_INDEX_DIR": str(root / "indexes"),
+           "EVIDENT_AUTH_TOKENS_FILE": str(tokens)}
+    with dev_server.running(root / "server", env=env) as server:
+        yield server
+
+
+class Watched:
+    """A page with every dialog, console message and uncaught error recorded."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.dialogs: list[str] = []
+        self.console: list[str] = []
+        self.errors: list[str] = []
+        page.on("dialog", self._dialog)
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+
+    def _dialog(self, dialog: Dialog) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def _console(self, message: ConsoleMessage) -> None:
+        if message.type in ("error", "warning"):
+            self.console.append(f"{message.type}: {message.text}")
+
+
+@pytest.fixture
+def desktop(browser: Browser) -> Iterator[Watched]:
+    context = browser.new_context(viewport=DESKTOP)
+    yield Watched(context.new_page())
+    context.close()
+
+
+@pytest.fixture
+def phone(browser: Browser) -> Iterator[Watched]:
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2)
+    yield Watched(context.new_page())
+    context.close()
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def ask(page: Page, question: str) -> None:
+    """Type the question and press Enter; return when the run is over and its result is shown."""
+    page.fill("#question", question)
+    page.press("#question", "Enter")
+    wait_for_result(page)
+
+
+def wait_for_result(page: Page) -> None:
+    page.wait_for_selector("#steps [data-node=postprocess], .banner.error", timeout=WAIT_MS)
+    page.wait_for_function("!document.body.hasAttribute('aria-busy')", timeout=WAIT_MS)
+
+
+def final_state(server: DevServer, question: str, token: str | None = None) -> dict[str, Any]:
+    """The same question through the API: what the page must show."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    response = httpx.post(f"{server.url}/runs/wait", json={"assistant_id": "evident", "input": {"query": question}},
+                          headers=headers, timeout=WAIT_MS / 1000)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def active_marks(page: Page) -> list[str]:
+    return page.eval_on_selector_all("#doc-text mark.active", "marks => marks.map(m => m.textContent)")
+
+
+def check_highlight(page: Page, state: dict[str, Any], index: int) -> None:
+    """The open document shows citation `index`: its marks are its quote, at its spans, the first in view."""
+    citation = state["citations"][index]
+    document = next(d for d in state["documents"] if d["url"] == citation["url"])
+    expect(page.locator("#doc-title")).to_have_text(document["title"] or document["url"])
+    marks = active_marks(page)
+    assert marks == [document["content"][s:e] for s, e in citation["spans"]]
+    assert "".join(marks) == citation["quote"].replace(" … ", "")
+    first = page.locator("#doc-text mark.active").first
+    expect(first).to_be_in_viewport()
+    box, text_box = first.bounding_box(), page.locator("#doc-text").bounding_box()
+    viewport = page.viewport_size
+    assert box and text_box and viewport
+    assert 0 <= box["y"] and box["y"] + min(box["height"], 20) <= viewport["height"]
+    assert text_box["y"] <= box["y"] <= text_box["y"] + text_box["height"]
+
+
+# Runs in the page: every element with its own text, its colour against the background it is
+# drawn on (the first ancestor with an opaque background), with WCAG's contrast ratio.
+CONTRAST_JS = """
+() => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const background = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const out = [];
+  for (const el of document.querySelectorAll("body *")) {
+    if (!el.getClientRects().length) continue;
+    const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own) continue;
+    const style = getComputedStyle(el);
+    if (style.visibility === "hidden" || el.closest("[hidden]")) continue;
+    const [a, b] = [lum(rgb(style.color).slice(0, 3)), lum(background(el))];
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    const size = parseFloat(style.fontSize), bold = parseInt(style.fontWeight, 10) >= 700;
+    const large = size >= 24 || (bold && size >= 18.66);
+    out.push({text: el.textContent.trim().slice(0, 40), ratio, need: large ? 3 : 4.5});
+  }
+  return out;
+}
+"""
+
+
+def check_contrast(page: Page) -> None:
+    checked = page.evaluate(CONTRAST_JS)
+    assert len(checked) > 20
+    low = [c for c in checked if c["ratio"] < c["need"]]
+    assert not low, low
+
+
+def check_inert(watched: Watched) -> None:
+    """Nothing of the hostile document ran or became an element."""
+    page = watched.page
+    assert watched.dialogs == [] and watched.errors == [] and watched.console == [], (
+        watched.dialogs, watched.errors, watched.console)
+    assert page.evaluate("window.__xss") is None
+    injected = page.evaluate("""() => ({
+      scripts: [...document.scripts].map(s => s.getAttribute('src')),
+      imgs: document.querySelectorAll('img').length,
+      textareas: document.querySelectorAll('textarea').length,
+      bold: document.querySelectorAll('b').length,
+      handlers: document.querySelectorAll('[onerror], [onmouseover], [onclick], [onload]').length,
+      hrefs: [...document.querySelectorAll('[href]')].map(a => a.getAttribute('href')),
+    })""")
+    assert injected["scripts"] == ["static/app.js"]
+    assert injected["imgs"] == injected["textareas"] == injected["bold"] == injected["handlers"] == 0
+    for href in injected["hrefs"]:
+        assert href.startswith(("http://", "https://", "#", "static/")), href
+
+
+# -- the page itself --------------------------------------------------------------------------------
+
+
+def test_the_page_is_served_with_a_strict_policy(served: DevServer) -> None:
+    page = httpx.get(f"{served.url}/", timeout=10)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    policy = page.headers["content-security-policy"]
+    for directive in ("default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'",
+                      "frame-ancestors 'none'", "base-uri 'none'", "require-trusted-types-for 'script'"):
+        assert directive in policy
+    assert "unsafe" not in policy and "http" not in policy
+    assert page.headers["x-content-type-options"] == "nosniff"
+    # Every asset the page names is served from evident/web/static/, with the same policy; no inline script.
+    assert "<script>" not in page.text and "style=" not in page.text and "://" not in page.text
+    for asset in ("static/app.js", "static/views.js", "static/markdown.js", "static/style.css", "static/favicon.svg"):
+        response = httpx.get(f"{served.url}/{asset}", timeout=10)
+        assert response.status_code == 200 and response.headers["content-security-policy"] == policy
+    assert httpx.get(f"{served.url}/static/../app.py", timeout=10).status_code == 404
+
+
+def test_a_chip_opens_the_cited_span_highlighted_and_in_view(served: DevServer, desktop: Watched,
+                                                             tmp_path: Path) -> None:
+    state = final_state(served, Q)
+    assert state["status"] == "answered" and len(state["citations"]) >= 2
+    page = desktop.page
+    page.goto(f"{served.url}/")
+    ask(page, Q)
+    # Steps first, then the answer; the question is in the URL.
+    steps = page.eval_on_selector_all("#steps li", "lis => lis.map(li => li.dataset.node)")
+    assert steps == ["retrieve", "extract", "align", "generate", "verify", "postprocess"]
+    assert page.evaluate("new URL(location.href).searchParams.get('q')") == Q
+    expect(page.locator(".machine-note")).to_be_visible()
+    chips = page.locator("#answer button.chip")
+    assert chips.count() == len(state["citations"])
+    assert "30 days" in page.inner_text("#answer")
+
+    # A click opens the first citation's document with its spans highlighted and in view.
+    chips.nth(0).click()
+    check_highlight(page, state, int(chips.nth(0).get_attribute("data-citation") or -1))
+    page.screenshot(path=tmp_path / "answer-desktop.png")
+
+    # The keyboard: Tab reaches a chip, its focus is visible, Enter opens its citation.
+    last = chips.count() - 1
+    chips.nth(last).focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.dataset.citation") == chips.nth(last).get_attribute("data-citation")
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("none", "")
+    page.keyboard.press("Enter")
+    check_highlight(page, state, int(chips.nth(last).get_attribute("data-citation") or -1))
+    page.keyboard.press("Escape")
+    expect(page.locator("#doc-panel")).to_be_hidden()
+
+    # Sources: every retrieved document by title, linked (these are http(s) URLs).
+    for doc in state["documents"]:
+        item = page.locator("#sources li", has_text=doc["title"]).first
+        expect(item.locator(f'a[href="{doc["url"]}"]')).to_have_count(1)
+    # The evidence trail: every alignment decision, with its overlap.
+    decisions = page.eval_on_selector_all("#trail li.decision", "lis => lis.map(li => li.dataset.action)")
+    assert decisions == [d["action"] for d in state["alignment"]]
+    first = state["alignment"][0]
+    expect(page.locator("#trail li.decision").first).to_contain_text(f"{first['overlap']:.2f}")
+    check_contrast(page)
+    page.screenshot(path=tmp_path / "page-full.png", full_page=True)
+    assert desktop.dialogs == [] and desktop.errors == [] and desktop.console == []
+
+
+def test_the_url_keeps_the_question(served: DevServer, desktop: Watched) -> None:
+    page = desktop.page
+    page.goto(f"{served.url}/?{urlencode({'q': Q})}")
+    wait_for_result(page)
+    assert page.input_value("#question") == Q
+    expect(page.locator("#answer button.chip").first).to_be_visible()
+
+
+def test_at_360_px_nothing_scrolls_sideways(served: DevServer, phone: Watched, tmp_path: Path) -> None:
+    page = phone.page
+    page.goto(f"{served.url}/")
+    ask(page, Q)
+    no_side_scroll = "document.documentElement.scrollWidth <= window.innerWidth"
+    assert page.evaluate(no_side_scroll)
+    chip = page.locator("#answer button.chip").first
+    chip.click()
+    check_highlight(page, final_state(served, Q), int(chip.get_attribute("data-citation") or -1))
+    assert page.evaluate(no_side_scroll)
+    page.screenshot(path=tmp_path / "answer-360.png")
+    page.locator("#doc-close").click()
+    page.locator("#trail-panel").scroll_into_view_if_needed()
+    assert page.evaluate(no_side_scroll)
+    page.screenshot(path=tmp_path / "page-360.png", full_page=True)
+
+
+def test_insufficient_is_said_plainly(served: DevServer, desktop: Watched) -> None:
+    page = desktop.page
+    page.goto(f"{served.url}/")
+    ask(page, "zzqx blorf wug")
+    steps = page.eval_on_selector_all("#steps li", "lis => lis.map(li => li.dataset.node)")
+    assert steps == ["retrieve", "extract", "align", "insufficient", "postprocess"]
+    expect(page.locator(".banner.info")).to_contain_text("Insufficient")
+    assert page.locator("#answer button.chip").count() == 0
+
+
+def test_server_failures_are_said_plainly(served: DevServer, desktop: Watched) -> None:
+    page = desktop.page
+    page.goto(f"{served.url}/")
+    page.route("**/runs/stream", lambda route: route.abort("connectionrefused"))
+    ask(page, Q)
+    expect(page.locator(".banner.error")).to_contain_text("cannot be reached")
+    page.unroute("**/runs/stream")
+    page.route("**/runs/stream", lambda route: route.fulfill(
+        status=500, content_type="application/json", body=json.dumps({"detail": "the graph crashed"})))
+    ask(page, Q)
+    expect(page.locator(".banner.error")).to_contain_text("HTTP 500")
+    expect(page.locator(".banner.error")).to_contain_text("the graph crashed")
+    expect(page.locator("#ask-button")).to_be_enabled()
+
+
+# -- a hostile corpus, a failing source, a token ----------------------------------------------------
+
+
+def test_a_hostile_document_renders_inert(served_hostile: DevServer, desktop: Watched, tmp_path: Path) -> None:
+    state = final_state(served_hostile, ZEBRA_Q, TOKEN)
+    assert "<script>" in state["answer"] and "javascript:" in state["answer"]
+    page = desktop.page
+    page.goto(f"{served_hostile.url}/")
+    expect(page.locator("#token-box")).to_be_visible()
+    page.fill("#token", TOKEN)
+    ask(page, ZEBRA_Q)
+    # The markup is there, as text, in the answer, the title and the document.
+    answer = page.inner_text("#answer")
+    assert "<img src=x onerror=" in answer and "<script>" in answer
+    assert "[open the zebra form](javascript:" in answer
+    expect(page.locator("#sources .source-title").first).to_contain_text("<script>")
+    page.locator("#answer button.chip").first.click()
+    assert "</textarea><b onmouseover=" in page.inner_text("#doc-text")
+    check_highlight(page, state, 0)
+    page.locator("#trail li.decision").first.hover()
+    page.locator("#doc-text").hover()
+    page.screenshot(path=tmp_path / "hostile.png", full_page=True)
+    check_inert(desktop)
+
+
+def test_a_failing_source_shows_the_degraded_banner(served_hostile: DevServer, desktop: Watched) -> None:
+    page = desktop.page
+    page.goto(f"{served_hostile.url}/")
+    page.fill("#token", TOKEN)
+    ask(page, ZEBRA_Q)
+    banner = page.locator(".banner.warn")
+    expect(banner).to_be_visible()
+    expect(banner).to_contain_text("Degraded")
+    expect(banner).to_contain_text("wiki")
+    expect(page.locator("#source-failures")).to_contain_text("wiki")
+    check_contrast(page)
+
+
+def test_the_token_is_asked_for_and_kept_for_the_tab(served_hostile: DevServer, desktop: Watched) -> None:
+    page = desktop.page
+    page.goto(f"{served_hostile.url}/")
+    ask(page, ZEBRA_Q)  # no token
+    expect(page.locator(".banner.error")).to_contain_text("needs an access token")
+    expect(page.locator("#token")).to_be_focused()
+    page.fill("#token", TOKEN)
+    page.reload()
+    assert page.input_value("#token") == TOKEN
+    page.fill("#question", ZEBRA_Q)
+    page.press("#question", "Enter")
+    wait_for_result(page)
+    expect(page.locator("#answer button.chip").first).to_be_visible()
+    # The token went to the API only as a bearer header: it is in this tab's storage, not in the URL.
+    assert TOKEN not in page.url
+
+
+# -- a deployment with a model ----------------------------------------------------------------------
+
+POLICY = "https://policies.tessellate.example/finance/travel-and-expenses"
+HOW_TO = "https://wiki.tessellate.example/finance/how-to-submit-expenses"
+DEADLINE = "Expense reports must be submitted in Ledgerly within 30 days of the trip's end date."
+HOTEL = ("The nightly hotel cap is 250 USD in standard United States cities and 350 USD in New York, "
+         "San Francisco, Boston and Seattle.")
+INVENTED = "Employees may expense a personal yacht for team offsites every quarter."
+# Every time the page shows the model's draft, what it shows (recorded in the page, read at the end).
+DRAFT_RECORDER = """
+window.__drafts = [];
+new MutationObserver(() => {
+  const note = document.getElementById("draft-note"), answer = document.getElementById("answer");
+  if (note && answer && !note.hidden) window.__drafts.push(answer.textContent);
+}).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+"""
+
+
+def test_the_draft_streams_then_the_verified_answer_replaces_it(served_llm: DevServer, model: OpenAIServer,
+                                                                desktop: Watched, tmp_path: Path) -> None:
+    # The model quotes one page, cites another page's sentence to the wrong page, invents a passage,
+    # and its draft repeats the invention, which verification then removes.
+    model.script(extract=[passages_reply((POLICY, DEADLINE), (HOW_TO, HOTEL), (POLICY, INVENTED))],
+                 generate=[Reply(content=f"{DEADLINE} [{POLICY}] Staff may expense a personal yacht every quarter. "
+                                 f"[{POLICY}]", chunk_chars=8, tokens_per_s=40)])
+    page = desktop.page
+    page.add_init_script(DRAFT_RECORDER)
+    page.goto(f"{served_llm.url}/")
+    ask(page, Q)
+    drafts = page.evaluate("window.__drafts")
+    assert any("personal yacht" in d for d in drafts), drafts
+    # The verified answer: the draft's supported sentence, cited; the unsupported one removed and listed.
+    answer = page.inner_text("#answer")
+    assert DEADLINE in answer and "yacht" not in answer
+    expect(page.locator("#draft-note")).to_be_hidden()
+    expect(page.locator("#removed")).to_contain_text("personal yacht")
+    chip = page.locator("#answer button.chip").first
+    chip.click()
+    assert "".join(active_marks(page)) == DEADLINE
+    # The evidence trail shows what the model proposed and what alignment rejected or moved.
+    actions = page.eval_on_selector_all("#trail li.decision", "lis => lis.map(li => li.dataset.action)")
+    assert {"kept", "relinked", "dropped"} <= set(actions)
+    dropped = page.locator("#trail li.decision[data-action=dropped]").first
+    expect(dropped).to_contain_text(INVENTED)
+    expect(dropped).to_contain_text("0.00")
+    relinked = page.locator("#trail li.decision[data-action=relinked]").first
+    expect(relinked.locator(f'a[href="{HOW_TO}"]')).to_have_count(1)
+    expect(relinked.locator(f'a[href="{POLICY}"]')).to_have_count(1)
+    page.locator("#trail-panel").screenshot(path=tmp_path / "evidence-trail.png")
+    assert desktop.errors == [] and desktop.console == []
+
+
+def test_a_model_failure_is_said_plainly(served_llm: DevServer, model: OpenAIServer, desktop: Watched) -> None:
+    model.script(extract=[passages_reply((POLICY, DEADLINE))],
+                 generate=[Reply(status=500, error="the model is overloaded")])
+    page = desktop.page
+    page.goto(f"{served_llm.url}/")
+    ask(page, Q)
+    banner = page.locator(".banner.warn")
+    expect(banner).to_contain_text("Degraded")
+    expect(banner).to_contain_text("the model failed")
+    # The answer still comes, from the documents, and its citations still open their spans.
+    page.locator("#answer button.chip").first.click()
+    assert active_marks(page)
