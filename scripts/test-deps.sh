@@ -14,8 +14,8 @@ need() {  # need COMMAND-OR-PATH PACKAGE...
 # tests/integration/test_real_mediawiki.py: a real MediaWiki on SQLite, served by `php -S`.
 need /usr/share/mediawiki/maintenance/install.php mediawiki
 need php php-cli
-need chromium chromium
 php -m 2>/dev/null | grep -qx pdo_sqlite || missing+=(php-sqlite3)
+need chromium chromium
 
 if ((${#missing[@]})); then
   if [[ $(id -u) -ne 0 ]]; then

@@ -90,6 +90,10 @@ class ConfluenceRetriever(RemoteRetriever):
                 break
             request = self._next_request(link, cql)
         results = results[: self.k]
+        if self.check_permissions and results and principal is not None and not is_anonymous(principal) and not (
+                principal.ids.get(self.source_name) or principal.user).strip():
+            report.reasons.append(f"{self.source_name}: the caller has groups but no Confluence account id; "
+                                  "Confluence checks permissions for users, so its pages are not shown")
         docs: list[Document] = []
         for item in results:
             if self.check_permissions:

@@ -41,7 +41,7 @@ MAX_RELAXED_WORDS = 5  # single-word searches when the all-words search finds fe
 LOW_ID_LIMIT = 50  # page ids per API request (ApiBase::LIMIT_SML1)
 HIGH_ID_LIMIT = 500  # for accounts with the apihighlimits right (ApiBase::LIMIT_SML2)
 # Search backends that cannot search page text answer `srwhat=text` with one of these.
-_TEXT_SEARCH_REFUSED = frozenset({"search-text-disabled", "srsearch-text-disabled"})
+_TEXT_SEARCH_REFUSED = frozenset({"search-text-disabled", "text-search-disabled"})  # 1.29+, older
 # Parser output that is page furniture, not content.
 _PARSE_NOISE = ".mw-editsection, #toc, .toc, .mw-jump-link, .navbox, .catlinks, .printfooter, .mw-empty-elt"
 

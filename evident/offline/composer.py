@@ -22,9 +22,10 @@ PREFACE_LEAD = "The documentation does not explicitly state"
 PREFACE_TAIL = "Here are some details from the documentation which may help:"
 MAX_SENTENCES = 4
 PASSAGE_RELEVANCE = 0.5
-import os
-STRONG = float(os.environ.get("ST", "2"))
-HARD_MAX = int(os.environ.get("HM", "6"))
+# MAX_SENTENCES is the usual length, not a hard cap: the best passage is kept whole, and so is every
+# sentence at least STRONG_RELEVANCE as on-topic as the best one, up to MAX_LONG_SENTENCES.
+STRONG_RELEVANCE = 0.6
+MAX_LONG_SENTENCES = 6
 
 
 @dataclass
@@ -172,6 +173,7 @@ COHESION = True
 
 
 def _rank(s: _Sentence) -> tuple[bool, float, int]:
+    # The first passage is the extractor's best window: it is cut last.
     return (s.passage != 0, -max(s.relevance, s.carried) * PASSAGE_DECAY ** s.passage, s.order)
 
 
@@ -204,12 +206,31 @@ def _on_topic(sentences: list[_Sentence]) -> list[_Sentence]:
     return kept
 
 
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(".!?;:")
+
+
+def _unrepeated(sentences: list[_Sentence]) -> list[_Sentence]:
+    """Without the sentences another one of the same page already says word for word ("Health care"
+    inside "...your VA benefits and health care"): they add nothing, and their citation would resolve
+    to the copy inside the other sentence instead of where they were quoted from."""
+    folded = [_folded(s.text) for s in sentences]
+    return [
+        s for i, s in enumerate(sentences)
+        if not any(
+            j != i and folded[i] in folded[j] and (folded[i] != folded[j] or j < i) and set(s.urls) & set(o.urls)
+            for j, o in enumerate(sentences)
+        )
+    ]
+
+
 def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     """At most MAX_SENTENCES, preferring those that share query terms, kept in source order."""
     weights = query_weights(query)
     for s in sentences:
         present = set(unit_terms(s.text))
         s.relevance = sum(w for t, w in weights.items() if t in present)
+    own = {s.order for s in sentences if s.relevance > 0}
     for s in sentences:
         # A list item is as relevant as the label that introduces it, and the label as its best item.
         if s.parent is not None:
@@ -221,18 +242,21 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     for s in sentences:
         best[s.passage] = max(best.get(s.passage, 0.0), s.relevance)
     top = max(best.values(), default=0.0)
-    sentences = _on_topic([s for s in sentences if best[s.passage] >= PASSAGE_RELEVANCE * top])
-    top_rel = max((s.relevance for s in sentences), default=0.0)
-    strong = sum(1 for s in sentences if s.relevance >= STRONG * top_rel)
-    cap = min(HARD_MAX, max(MAX_SENTENCES, sum(1 for s in sentences if s.passage == 0), strong))
+    sentences = _on_topic(_unrepeated([s for s in sentences if best[s.passage] >= PASSAGE_RELEVANCE * top]))
+    top_relevance = max((s.relevance for s in sentences), default=0.0)
+    strong = sum(1 for s in sentences if s.relevance >= STRONG_RELEVANCE * top_relevance)
+    whole = sum(1 for s in sentences if s.passage == 0)
+    cap = min(MAX_LONG_SENTENCES, max(MAX_SENTENCES, whole, strong))
     while len(sentences) > cap:
         ranked = sorted(sentences, key=_rank)[:cap]
         keep = {s.order for s in ranked}
         # A continuation whose lead was cut would now follow the wrong sentence.
         sentences = _on_topic([s for s in sentences if s.order in keep])
     # A label with none of its items left would dangle ("Not available for:" and nothing after).
+    # A label sharing no word with the question ("Breaking changes:") would open the answer's next
+    # paragraph off-topic: its items stand as bullets without it.
     kept_parents = {s.parent for s in sentences if s.parent is not None}
-    return [s for s in sentences if not s.label or s.order in kept_parents]
+    return [s for s in sentences if not s.label or (s.order in kept_parents and s.order in own)]
 
 
 def _cite(s: _Sentence) -> str:

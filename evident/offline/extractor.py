@@ -297,7 +297,9 @@ HEADING_SHARE = 1.0
 HEADING_DECAY = 0.5
 
 
-TITLE_SHARE = float(__import__("os").environ.get("TS", "1.0"))
+# Text before the page's first heading sits under its title: the opening paragraph says what the
+# page is about, so it gets the title's score like the text under a heading gets the heading's.
+TITLE_SHARE = 1.0
 
 
 def _under_heading(scorer: _Scorer, units: Sequence[_Unit], u: _Unit, doc: int = -1) -> float:

@@ -95,6 +95,8 @@ def test_permission_check_as_the_principal(cloud: ConfluenceServer) -> None:
     assert r.invoke("deploy", report=report) == [] and report.denied == 5  # anonymous: never guessed
     report = AccessReport()
     assert r.invoke("deploy", principal=Principal(groups=["finance"]), report=report) == [] and report.denied == 5
+    assert report.reasons == ["confluence: the caller has groups but no Confluence account id; Confluence checks "
+                              "permissions for users, so its pages are not shown"]
 
 
 def test_async_search(cloud: ConfluenceServer) -> None:
