@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 QUESTION ?= How many days do I have to submit an expense report after a trip?
 
-.PHONY: demo test serve install install-dev install-serve clean eval-report
+.PHONY: demo test serve install install-dev install-serve clean eval-report test-real-model
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -46,6 +46,13 @@ serve: install-serve
 # docs/evaluation.md's measured part and docs/img/: `evident eval` offline on doc2dial-qa and the examples.
 eval-report: install
 	$(BIN)/python benchmarks/eval_report.py
+
+# Opt-in, slow (llama-cpp-python compiles for ~17 min on 2 cores, once): the LLM path on a real model,
+# Gemma 3 270M on llama-cpp-python's OpenAI-compatible server, cached in ~/.cache/evident-real-model.
+# The Gemma terms of use apply to the model (https://ai.google.dev/gemma/terms).
+test-real-model: install-dev
+	bash scripts/real-model.sh install
+	$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/real_model
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .langgraph_api

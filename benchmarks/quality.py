@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", type=Path, default=ROOT / "examples" / "questions.jsonl")
     ap.add_argument("--corpus", type=Path, default=ROOT / "examples" / "corpus")
     ap.add_argument("--part", default="all", choices=["tune", "holdout", "all"])
-    ap.add_argument("--show-misses", action="store_true", help="list questions whose answer missed")
+    ap.add_argument("--show-misses", action="store_true",
+                    help="list questions whose answer missed, and answers with an off-topic sentence")
     args = ap.parse_args(argv)
 
     from evident.connectors.local import LocalCorpusRetriever

@@ -185,6 +185,22 @@ def eval_(
                          out=out, json_out=json_out, ablation=ablation, judge=judge, jobs=jobs))
 
 
+model_app = typer.Typer(help="The configured chat model.", no_args_is_help=True)
+app.add_typer(model_app, name="model")
+
+
+@model_app.command("check")
+def model_check(
+    config: Annotated[Optional[Path], typer.Option("--config", help="evident.toml settings file.")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Probe the configured model (context window, slots, structured output, output cap, a sample
+    extraction and generation) and print the settings it recommends."""
+    from evident.commands.model import run
+
+    raise typer.Exit(run(config, json_out=json_out))
+
+
 def main() -> None:
     try:
         app()

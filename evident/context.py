@@ -47,7 +47,16 @@ class EvidentContext(BaseModel):
     model_max_retries: int = Field(2, ge=0, description="Retries of a model call on HTTP 429/5xx.")
     model_backoff_s: float = Field(0.5, ge=0, description="First retry delay; doubles per retry.")
     model_backoff_max_s: float = Field(8.0, ge=0, description="Cap of a retry delay (Retry-After too).")
-    model_max_tokens: int | None = Field(None, ge=1, description="Output token cap of a model call.")
+    model_max_tokens: int | None = Field(
+        None, ge=1, description="Output token cap of a model call (default: 1024 to answer, 2048 to extract)."
+    )
+    context_window: int | None = Field(
+        None, ge=512, description="The model's context window in tokens; extraction batches then fit it with their reply."
+    )
+    model_concurrency: int | None = Field(
+        None, ge=1, le=64,
+        description="Requests in flight per model server (default: its slot count if it reports one, else 2).",
+    )
     structured_output: Literal["json_schema", "function_calling", "json_mode", "text"] = Field(
         "json_schema", description="First extraction method tried; later ones are fallbacks."
     )
@@ -69,6 +78,9 @@ class EvidentContext(BaseModel):
     drift: Literal["extended", "paper"] = "extended"
     bridge: int = Field(2, ge=0)
     unsupported: Literal["remove", "flag"] = "remove"
+    min_evidence_tokens: int = Field(
+        3, ge=0, description="Content tokens a passage needs to count as evidence (a bare heading never does)."
+    )
 
     # Retrieval.
     corpus: list[str] = Field(default_factory=list, description="Folders/JSONL files to search.")
@@ -92,6 +104,12 @@ class EvidentContext(BaseModel):
     # Offline engine and output.
     max_passages: int = Field(6, ge=1)
     max_query_chars: int = Field(4000, ge=1)
+    max_messages: int = Field(
+        40, ge=2, description="Messages a conversation may hold (a thread's oldest turns are dropped beyond it)."
+    )
+    max_conversation_chars: int = Field(
+        60_000, ge=1000, description="Characters a conversation's messages may hold in total."
+    )
     glossary: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("corpus", mode="before")
@@ -282,6 +300,9 @@ _ENV = {
     "EVIDENT_STRUCTURED_OUTPUT": "structured_output",
     "EVIDENT_CONTEXT_BUDGET": "context_budget_tokens",
     "EVIDENT_TOKEN_COUNTER": "token_counter",
+    "EVIDENT_MODEL_MAX_TOKENS": "model_max_tokens",
+    "EVIDENT_CONTEXT_WINDOW": "context_window",
+    "EVIDENT_MODEL_CONCURRENCY": "model_concurrency",
 }
 
 
@@ -289,6 +310,7 @@ _ENV = {
 _MODEL_KEYS = {
     "name": "model", "timeout_s": "model_timeout_s", "max_retries": "model_max_retries",
     "backoff_s": "model_backoff_s", "backoff_max_s": "model_backoff_max_s", "max_tokens": "model_max_tokens",
+    "context_window": "context_window", "concurrency": "model_concurrency",
 }
 
 

@@ -56,6 +56,8 @@ class BatchExtraction(BaseModel):
     passages: list[Passage] = Field(default_factory=list)
     failed: bool = False
     note: str = ""
+    rung: str = Field("", description="the request shape whose reply was read: json_schema, function_calling, "
+                      "json_mode or text")
 
 
 def merge_extractions(left: list[BatchExtraction] | None, right: list[BatchExtraction] | None) -> list[BatchExtraction]:

@@ -58,7 +58,20 @@ class Citation(BaseModel):
     quote: str = ""
 
 
+
+class Rewrite(BaseModel):
+    """How the last message of a conversation became the question the query answers (evident/conversation)."""
+
+    asked: str = Field("", description="the user's last message, as written")
+    standalone_query: str = Field("", description="the question retrieval, extraction and generation use")
+    rewritten_by: Literal["none", "rule", "model"] = Field(
+        "none", description="none: asked as a standalone question; rule: the offline rule; model: the chat model"
+    )
+    turns: int = Field(0, description="earlier user turns of the conversation")
+    problem: str = Field("", description="why the request's messages were refused ('' when they were not)")
+    model_error: SourceError | None = Field(None, description="the rewrite call's failure (the rule was used)")
+
 __all__ = [
     "INSUFFICIENT_ANSWER", "AlignmentDecision", "Citation", "Passage", "Principal", "RetrievedRef",
-    "SourceDocument", "SourceError", "SourceRun", "Status",
+    "Rewrite", "SourceDocument", "SourceError", "SourceRun", "Status",
 ]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 from typing import Annotated, Any
 
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
 from typing_extensions import NotRequired, Required, TypedDict
 
 from evident.llm_output import BatchExtraction, merge_extractions
@@ -18,6 +20,7 @@ from evident.models import (
     Passage,
     Principal,
     RetrievedRef,
+    Rewrite,
     SourceDocument,
     SourceError,
     SourceRun,
@@ -47,14 +50,21 @@ def merge_timings(left: dict[str, float] | None, right: dict[str, float] | None)
 
 
 class InputState(TypedDict, total=False):
-    """What a caller passes: the question and, optionally, who is asking."""
+    """What a caller passes: a question (`query`) or a conversation (`messages`, the last one the
+    user's), and, optionally, who is asking."""
 
-    query: Required[str]
+    query: NotRequired[str]
+    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
     principal: NotRequired[Principal | dict[str, Any] | None]
 
 
 class EvidentState(TypedDict, total=False):
-    query: Required[str]
+    query: Required[str]  # the question this query answers (a follow-up's standalone form)
+    # The conversation: kept on a thread, never reset; each query appends its answer (evident/conversation).
+    messages: Annotated[list[AnyMessage], add_messages]
+    # Written by `rewrite` at every query, so never left over from an earlier one.
+    standalone_query: str
+    rewrite: Rewrite | None
     principal: Principal | dict[str, Any] | None
     mode: str
     documents: list[SourceDocument]
@@ -65,6 +75,7 @@ class EvidentState(TypedDict, total=False):
     notes: list[str]  # what the run ignored in its request (e.g. a body principal on the server)
     passages: list[Passage]
     extractions: Annotated[list[BatchExtraction], merge_extractions]  # LLM extraction batches
+    extraction_notes: list[str]  # per extraction call: the request shape used, how its reply was read
     alignment: list[AlignmentDecision]
     verified: list[AlignmentDecision]
     draft: str
@@ -78,9 +89,11 @@ class EvidentState(TypedDict, total=False):
 
 
 # Every field a query writes, with its empty value: a thread's next query starts from these.
+# Not here: `query`, `standalone_query` and `rewrite` (the `rewrite` step writes them at every query, before
+# this reset), and `messages` (the thread's conversation, which outlives its queries).
 _PER_QUERY: dict[str, Any] = {
     "mode": "", "documents": [], "retrieved": [], "source_errors": [], "source_runs": [], "model_errors": [],
-    "notes": [], "passages": [], "extractions": [], "alignment": [], "verified": [], "draft": "",
+    "notes": [], "passages": [], "extractions": [], "extraction_notes": [], "alignment": [], "verified": [], "draft": "",
     "generated_by": "", "removed_sentences": [], "answer": "", "citations": [], "status": "", "error": "",
     "timings_ms": {},
 }

@@ -171,3 +171,17 @@ def plan_batches(
             batches[slot].append(part)
             loads[slot] += size
     return batches
+
+
+def extraction_budget(ctx: EvidentContext, count: TokenCounter) -> int:
+    """Document tokens per extraction call: `context_budget_tokens`, lowered when the model's context
+    window is known so that the instructions, the documents and the reply cap all fit in it. A tenth
+    of the window is kept spare: counting is approximate unless the model's own tokenizer is injected."""
+    if not ctx.context_window:
+        return ctx.context_budget_tokens
+    from evident.llm import reply_cap
+    from evident.prompts.extraction import EXTRACTION_SYSTEM, EXTRACTION_USER
+
+    instructions = count(EXTRACTION_SYSTEM + EXTRACTION_USER)
+    room = ctx.context_window - reply_cap(ctx, "extract") - instructions - ctx.context_window // 10
+    return max(256, min(ctx.context_budget_tokens, room))

@@ -23,7 +23,7 @@ from typing import Any
 
 from evident.answer import citations_in, known_ids, parse_answer, units_of
 
-NODES = ("retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify", "postprocess")
+NODES = ("rewrite", "retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify", "postprocess")
 ACTIONS = ("kept", "corrected", "truncated", "relinked", "dropped")  # evident.alignment.models.ACTIONS
 TokenCounter = Callable[[str], int]
 Summary = dict[str, Any]
@@ -57,6 +57,22 @@ def _usage(usage: Mapping[str, int] | None) -> dict[str, int] | None:
 
 
 # -- one summariser per node ------------------------------------------------------------------------
+
+
+def _rewrite(update: Mapping[str, Any], **_: Any) -> Summary:
+    info = update.get("rewrite")
+    out: Summary = {
+        "asked": str(_get(info, "asked", "") or ""),
+        "standalone_query": str(_get(info, "standalone_query", "") or ""),
+        "rewritten_by": str(_get(info, "rewritten_by", "") or ""),
+        "turns": int(_get(info, "turns", 0) or 0),
+    }
+    if _get(info, "problem"):
+        out["problem"] = str(_get(info, "problem"))
+    error = _get(info, "model_error")
+    if error:
+        out["model_errors"] = _errors([error])
+    return out
 
 
 def _retrieve(update: Mapping[str, Any], **_: Any) -> Summary:
@@ -102,7 +118,7 @@ def _extract_batch(update: Mapping[str, Any], *, state: Mapping[str, Any] | None
         "batch": _get(batch, "batch"), "of": _get(batch, "of"),
         "documents": len(docs), "urls": list(dict.fromkeys(str(_get(d, "url", "")) for d in docs)),
         "passages": len(passages), "failed": bool(_get(batch, "failed", False)),
-        "note": str(_get(batch, "note", "") or ""), "model": model,
+        "note": str(_get(batch, "note", "") or ""), "rung": str(_get(batch, "rung", "") or ""), "model": model,
         "prompt_tokens_estimate": _prompt_tokens(docs, counter), "tokens": _usage(usage),
         "model_errors": _errors(_items(update, "model_errors")),
     }
@@ -137,6 +153,8 @@ def _extract(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = Non
             batch_prompt_tokens_estimate=[_prompt_tokens(list(_get(b, "documents", None) or []), counter)
                                           for b in batches],
             context_budget_tokens=budget, tokens=_usage(usage),
+            rungs=[str(_get(b, "rung", "") or "") for b in batches],
+            extraction_notes=[str(n) for n in update.get("extraction_notes") or []],
         )
     return out
 
@@ -225,6 +243,7 @@ def _postprocess(update: Mapping[str, Any], *, state: Mapping[str, Any] | None =
 
 
 _SUMMARISERS: dict[str, Callable[..., Summary]] = {
+    "rewrite": _rewrite,
     "retrieve": _retrieve, "extract_batch": _extract_batch, "extract": _extract, "align": _align,
     "insufficient": _insufficient, "generate": _generate, "verify": _verify, "postprocess": _postprocess,
 }
@@ -264,7 +283,9 @@ def _plural(n: int, word: str) -> str:
 def describe(node: str, summary: Mapping[str, Any]) -> str:
     """A human line for a progress display: what the step did, from its summary."""
     s = summary
-    if node == "retrieve":
+    if node == "rewrite":
+        line = f"rewrite: {s.get('problem') or s.get('standalone_query', '')} ({s.get('rewritten_by') or 'none'})"
+    elif node == "retrieve":
         if s.get("error"):
             return f"retrieve: error: {s['error']}"
         sources = s.get("sources") or [{"source": k} for k in s.get("documents_by_source", {})]

@@ -57,21 +57,24 @@ def _one_statement(doc: DocumentIndex, last: int, first: int) -> bool:
                                   first - last - 1)
 
 
-def _merge(seg: int, pieces: list[Piece], starts: list[int], bridge: int, doc: DocumentIndex) -> list[Stretch]:
+def _merge(seg: int, seg_len: int, pieces: list[Piece], starts: list[int], bridge: int, doc: DocumentIndex,
+           n: int) -> list[Stretch]:
     out: list[Stretch] = []
     for piece, start in zip(pieces, starts):
-        d_first, d_last = start, start + (piece.p_last - piece.p_first)
+        st = Stretch(seg, piece.p_first, piece.p_last, start, start + (piece.p_last - piece.p_first))
+        _trim(st, seg_len, doc, n)
+        p_first, p_last, d_first, d_last = st.p_first, st.p_last, st.d_first, st.d_last
         if out:
             prev = out[-1]
-            gap_d, gap_p = d_first - prev.d_last, piece.p_first - prev.p_last
+            gap_d, gap_p = d_first - prev.d_last, p_first - prev.p_last
             # A substitution is filled with source text only inside one statement of the source.
             if gap_d == gap_p == 0 or 0 <= gap_d <= bridge and 0 <= gap_p <= bridge and _one_statement(
                     doc, prev.d_last - 1, d_first):
                 if gap_d or gap_p:
-                    prev.subs.append((prev.p_last, piece.p_first, prev.d_last, d_first))
-                prev.p_last, prev.d_last = piece.p_last, d_last
+                    prev.subs.append((prev.p_last, p_first, prev.d_last, d_first))
+                prev.p_last, prev.d_last = p_last, d_last
                 continue
-        out.append(Stretch(seg, piece.p_first, piece.p_last, d_first, d_last))
+        out.append(st)
     return out
 
 
@@ -81,11 +84,18 @@ def _has_digit(tokens: list[str] | tuple[str, ...]) -> bool:
 
 def _boundary(doc: DocumentIndex, a: int) -> bool:
     """Whether a sentence or block of the source ends between document tokens `a` and `a + 1`."""
-    return breaks_statement(doc.text[doc.span(a, a + 1)[1] : doc.span(a + 1, a + 2)[0]])
+    text = doc.text
+    start, end = doc.span(a, a + 1)
+    between = text[end : doc.span(a + 1, a + 2)[0]]
+    if not breaks_statement(between):
+        return False
+    # "3." that opens a numbered list item is a marker, not the end of a sentence.
+    line = text[text.rfind("\n", 0, start) + 1 : start]
+    return not (text[start:end].isdigit() and not line.strip() and between.strip() in (".", ")"))
 
 
 def _trim(st: Stretch, seg_len: int, doc: DocumentIndex, n: int) -> None:
-    """Drop the few words a stretch takes across a sentence end where the passage goes on otherwise.
+    """Drop the few words a located piece takes across a sentence end where the passage goes on otherwise.
 
     An n-gram that spans the end of a source sentence can match by chance ("... first year. The"
     against "... first year. The Ashford pilot ..."): fewer than n words on the far side, with the
@@ -129,8 +139,9 @@ def _extend_left(st: Stretch, ptoks: tuple[str, ...], doc: DocumentIndex, bridge
                 continue
         elif ptoks[0] != window[lo - base] or list(ptoks[:rest]) != window[lo - base : lo - base + rest]:
             continue
-        # A substitution is filled with source text only inside one statement of the source.
-        if (gp or gd) and not _one_statement(doc, lo + rest - 1 if rest else st.d_first - gd, st.d_first):
+        # A substitution is filled with source text only inside one statement of the source, and
+        # the words it brings in with it belong to that statement too.
+        if (gp or gd) and not _one_statement(doc, lo, st.d_first):
             continue
         if gp or gd:
             st.subs.insert(0, (rest, left, st.d_first - gd, st.d_first))
@@ -151,7 +162,7 @@ def _extend_right(st: Stretch, ptoks: tuple[str, ...], doc: DocumentIndex, bridg
                 continue
         elif ptoks[-1] != window[gd + rest - 1] or list(ptoks[len(ptoks) - rest :]) != window[gd : gd + rest]:
             continue
-        if (gp or gd) and not _one_statement(doc, st.d_last - 1, hi - rest if rest else st.d_last + gd - 1):
+        if (gp or gd) and not _one_statement(doc, st.d_last - 1, hi - 1):
             continue
         if gp or gd:
             st.subs.append((st.p_last, st.p_last + gp, st.d_last, st.d_last + gd))
@@ -263,9 +274,8 @@ def build_quote(
         mine = [(p, s) for p, s, k in zip(pieces, starts, seg_of) if k == si]
         if not mine:
             continue
-        merged = _merge(si, [p for p, _ in mine], [s for _, s in mine], bridge, doc)
+        merged = _merge(si, len(seg.tokens), [p for p, _ in mine], [s for _, s in mine], bridge, doc, units.n)
         for st in merged:
-            _trim(st, len(seg.tokens), doc, units.n)
             if st.subs:  # a gap whose words the passage repeats as the source has them is no substitution
                 st.subs = [x for x in st.subs if list(seg.tokens[x[0] : x[1]]) != doc.tokens_in(x[2], x[3])]
         stretches.extend(merged)

@@ -29,6 +29,8 @@ def result_json(state: dict[str, Any], query: str, qid: Any = None) -> dict[str,
         source_errors=dump(state.get("source_errors")),
         source_runs=dump(state.get("source_runs")),
         model_errors=dump(state.get("model_errors")),
+        extraction_notes=list(state.get("extraction_notes") or []),
+        generated_by=state.get("generated_by", ""),
         timings_ms=state.get("timings_ms", {}),
     )
     if state.get("error"):
@@ -42,7 +44,7 @@ def error_json(query: Any, message: str, qid: Any = None, line: int | None = Non
         out["line"] = line
     out.update(query=query if isinstance(query, str) else None, status="error", answer="",
                citations=[], retrieved=[], passages=[], alignment=[], source_errors=[],
-               model_errors=[], timings_ms={}, error=message)
+               model_errors=[], extraction_notes=[], generated_by="", timings_ms={}, error=message)
     return out
 
 

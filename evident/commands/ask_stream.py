@@ -92,7 +92,12 @@ def _print_final(res: dict[str, Any], draft: str) -> None:
         err.print(f"evident ask: {escape(safe_text(res.get('error') or 'the query failed'))}")
         return
     if draft and not _same(draft, res["answer"]):
-        err.print("[dim]· verify changed the draft; the verified answer:[/]")
+        if res.get("generated_by") == "offline":
+            # The streamed tokens were the model's draft; none of it stood, so the composer wrote this.
+            err.print("[dim]· the model's draft was not used (nothing in it is supported by the verified "
+                      "passages); the answer, composed from the passages:[/]")
+        else:
+            err.print("[dim]· verify changed the draft; the verified answer:[/]")
     if not draft or not _same(draft, res["answer"]):
         out.print(escape(safe_text(res["answer"])))
     err.print(f"[bold]Status:[/] {escape(safe_text(res['status']))}")

@@ -1,7 +1,11 @@
 """The EvidenT graph (DESIGN §2), and the compiled default that `langgraph.json` serves.
 
-    START → retrieve → extract → align ─┬─ no verified passage → insufficient → postprocess → END
-                                        └─ verified passages  → generate → verify → postprocess → END
+    START → rewrite → retrieve → extract → align ─┬─ no verified passage → insufficient → postprocess → END
+                                                  └─ verified passages  → generate → verify → postprocess → END
+
+`rewrite` turns a conversation's last message (`{"messages": [...]}`) into the standalone question
+the rest of the graph answers; a `{"query": ...}` goes through as it is. `postprocess` appends the
+answer to `messages` as an `AIMessage` (evident/conversation/).
 
 In LLM mode, `retrieve` fans out to one `extract_batch` task per batch of documents that fits the
 model's context budget (LangGraph `Send`, run in parallel), and `extract` merges their passages:
@@ -9,7 +13,7 @@ model's context budget (LangGraph `Send`, run in parallel), and `extract` merges
     retrieve ─┬─ Send → extract_batch ─┬→ extract
               └─ Send → extract_batch ─┘
 
-A retrieval error goes straight to `postprocess`.
+A retrieval error (bad input, a refused conversation included) goes straight to `postprocess`.
 
 Every node is traced as its own run named after it; `instrument` (evident/graph/instrument.py) adds
 a summary of the step to that run's metadata whenever a tracer listens (docs/serving.md).
@@ -30,6 +34,7 @@ from evident.nodes.generate import make_generate
 from evident.nodes.insufficient import insufficient
 from evident.nodes.postprocess import postprocess
 from evident.nodes.retrieve import RetrieverFactory, make_retrieve
+from evident.nodes.rewrite import make_rewrite
 from evident.nodes.verify import verify
 from evident.state import EvidentState, InputState
 from evident.tokens import TokenCounter
@@ -57,16 +62,20 @@ def build_graph(
     `token_counter`: a callable `str -> int` (the model's own tokenizer) for the context budget;
     by default `EvidentContext.token_counter` chooses (evident/tokens.py).
     `checkpointer`: a LangGraph checkpointer (e.g. `InMemorySaver()`) to keep threads; every query
-    on a thread starts from a clean per-query state (evident/state.py `start_of_query`).
+    on a thread starts from a clean per-query state (evident/state.py `start_of_query`) and the
+    thread keeps the conversation (`messages`), so a follow-up can refer to earlier turns.
     """
     if retriever is not None and retriever_factory is not None:
         raise ValueError("pass either retriever or retriever_factory, not both")
     factory = (lambda _ctx: retriever) if retriever is not None else retriever_factory
     file_defaults()  # read evident.toml now, not inside a server's event loop (see ContextWithDefaults)
-    builder = StateGraph(EvidentState, input_schema=InputState, context_schema=ContextWithDefaults)
+    # Input and output both hold `messages`: what LangGraph Studio needs to offer its chat view.
+    builder = StateGraph(EvidentState, input_schema=InputState, output_schema=EvidentState,
+                         context_schema=ContextWithDefaults)
     models = DEFAULT_MODELS if chat_model is None else Models(chat_model)
     route_extraction, extract_batch, extract = make_extract_nodes(models, token_counter)
     traced = instrumented(models, token_counter)
+    builder.add_node("rewrite", traced("rewrite", make_rewrite(models)))
     builder.add_node("retrieve", traced("retrieve", make_retrieve(factory)))
     builder.add_node("extract_batch", traced("extract_batch", extract_batch))
     builder.add_node("extract", traced("extract", extract))
@@ -75,7 +84,8 @@ def build_graph(
     builder.add_node("generate", traced("generate", make_generate(models)))
     builder.add_node("verify", traced("verify", verify))
     builder.add_node("postprocess", traced("postprocess", postprocess))
-    builder.add_edge(START, "retrieve")
+    builder.add_edge(START, "rewrite")
+    builder.add_edge("rewrite", "retrieve")
     builder.add_conditional_edges("retrieve", route_extraction, ["extract_batch", "extract", "postprocess"])
     builder.add_edge("extract_batch", "extract")
     builder.add_edge("extract", "align")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from evident.alignment import align as align_passages
+from evident.alignment.evidence import drop_non_evidence
 from evident.nodes.common import settings, timed
 from evident.state import EvidentState
 
@@ -17,6 +18,8 @@ def align(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
             state.get("passages") or [], state.get("documents") or [],
             n=ctx.ngram_n, threshold=ctx.threshold, drift=ctx.drift, bridge=ctx.bridge,
         )
+        # A verified heading or fragment is the document's text but supports nothing (evidence.py).
+        decisions = [drop_non_evidence(d, ctx.min_evidence_tokens) for d in decisions]
         update["alignment"] = decisions
         update["verified"] = [d for d in decisions if d.action != "dropped"]
     return update

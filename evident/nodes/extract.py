@@ -25,7 +25,7 @@ from evident.nodes.common import settings, timed
 from evident.offline.extractor import extract_passages
 from evident.prompts.render import render_document
 from evident.state import EvidentState
-from evident.tokens import TokenCounter, make_counter, plan_batches
+from evident.tokens import TokenCounter, extraction_budget, make_counter, plan_batches
 
 OFFLINE_FALLBACK = "used the offline extractor"
 log = logging.getLogger(__name__)
@@ -78,7 +78,8 @@ def make_extract_nodes(
         except Exception:
             return "extract"
         try:
-            batches = plan_batches(docs, budget=ctx.context_budget_tokens, count=counter(ctx),
+            count = counter(ctx)
+            batches = plan_batches(docs, budget=extraction_budget(ctx, count), count=count,
                                    render=render_document, max_batches=ctx.max_extract_batches)
         except Exception:  # a broken (injected) token counter must not fail the query
             log.warning("planning extraction batches failed; one batch per document", exc_info=True)
@@ -96,8 +97,8 @@ def make_extract_nodes(
         update: dict[str, Any] = {}
         with timed(f"extract_batch_{i}", update):
             try:
-                passages, note = extract_with_model(models.get(ctx, "extract"), ctx, payload["query"], docs)
-                result = BatchExtraction(batch=i, of=of, documents=docs, passages=passages, note=note)
+                passages, note, rung = extract_with_model(models.get(ctx, "extract"), ctx, payload["query"], docs)
+                result = BatchExtraction(batch=i, of=of, documents=docs, passages=passages, note=note, rung=rung)
             except Exception as exc:  # any model failure degrades this batch, never the query
                 failure = describe_failure(exc, ctx)
                 step = f"extract (batch {i} of {of})" if of > 1 else "extract"
@@ -128,6 +129,11 @@ def make_extract_nodes(
                 update["model_errors"] = [reason.to_error(models.name(ctx), "extract", OFFLINE_FALLBACK)]
                 update["passages"] = extract_passages(state["query"], docs, max_passages=ctx.max_passages)
                 return update
+            # Which request shape each call used and how its reply was read (docs/llm.md).
+            update["extraction_notes"] = [
+                (f"batch {b.batch} of {b.of}: " if b.of > 1 else "") + ("failed: " if b.failed else "") + b.note
+                for b in batches
+            ]
             groups = [b.passages for b in batches if not b.failed]
             failed = [b for b in batches if b.failed]
             if failed:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from evident.answer import apply_glossary, known_ids, parse_answer, render_answer, resolve_citation, units_of
+from evident.conversation.messages import conclude
 from evident.models import INSUFFICIENT_ANSWER
 from evident.nodes.common import settings, timed
 from evident.state import EvidentState
@@ -17,6 +18,7 @@ def postprocess(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
     with timed("postprocess", update):
         if state.get("status") == "error":
             update.update(answer="", citations=[])
+            update["messages"] = conclude(state, update, ctx)
             return update
         lines = parse_answer(state.get("draft") or "", known_ids(state.get("verified") or []))
         cited = [u for u in units_of(lines) if u.urls]
@@ -42,5 +44,7 @@ def postprocess(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
         else:
             status = "degraded" if degraded else "answered"
         update.update(answer=answer, citations=citations, status=status)
+        # The conversation's next message: the verified answer with its citations (evident/conversation).
+        update["messages"] = conclude(state, update, ctx)
     return update
 

@@ -105,7 +105,7 @@ def default_retriever(ctx: EvidentContext) -> BaseRetriever:
 
 def check_query(query: Any, ctx: EvidentContext) -> str | None:
     if query is None:
-        return 'the input has no query: give {"query": "your question"}'
+        return 'the input has no question: give {"query": "your question"} or {"messages": [{"role": "user", "content": "your question"}]}'
     if not isinstance(query, str):
         return f"the query must be a string, not {type(query).__name__}"
     if not query.strip():
@@ -176,6 +176,28 @@ def _principal(state: EvidentState, runtime: Any, update: dict[str, Any]) -> Pri
     return authenticated_principal(runtime, _run_config())
 
 
+def _field(item: Any, key: str) -> Any:
+    return item.get(key) if isinstance(item, dict) else getattr(item, key, None)
+
+
+def _conversation_problem(state: EvidentState) -> str | None:
+    """Why the `rewrite` step refused the request's messages (evident/nodes/rewrite.py)."""
+    return _field(state.get("rewrite"), "problem") or None
+
+
+def _from_rewrite(state: EvidentState) -> dict[str, Any]:
+    """What this query's `rewrite` step (it runs just before) reported: kept through the reset below."""
+    info = state.get("rewrite")
+    out: dict[str, Any] = {}
+    error = _field(info, "model_error")
+    if error:
+        out["model_errors"] = [error if isinstance(error, SourceError) else SourceError.model_validate(error)]
+    took = (state.get("timings_ms") or {}).get("rewrite")
+    if took is not None:
+        out["timings_ms"] = {"rewrite": took}
+    return out
+
+
 Prepared = tuple[FederatedRetriever, str, Principal | None]
 
 
@@ -194,7 +216,7 @@ def make_retrieve(factory: RetrieverFactory | None = None) -> Any:
             also = f" (refused: {', '.join(e.setting for e in refused)})" if len(refused) > 1 else ""
             _fail(update, f"{refused[0]}{also}")
             return None
-        problem = check_query(state.get("query"), ctx)
+        problem = _conversation_problem(state) or check_query(state.get("query"), ctx)
         if problem:
             _fail(update, problem)
             return None
@@ -207,7 +229,7 @@ def make_retrieve(factory: RetrieverFactory | None = None) -> Any:
 
     def retrieve(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
         ctx = settings(runtime)
-        update: dict[str, Any] = {"mode": ctx.resolved_mode}
+        update: dict[str, Any] = {"mode": ctx.resolved_mode, **_from_rewrite(state)}
         with timed("retrieve", update):
             prepared = prepare(state, ctx, update, runtime)
             if prepared is not None:
@@ -217,7 +239,7 @@ def make_retrieve(factory: RetrieverFactory | None = None) -> Any:
 
     async def aretrieve(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
         ctx = settings(runtime)
-        update: dict[str, Any] = {"mode": ctx.resolved_mode}
+        update: dict[str, Any] = {"mode": ctx.resolved_mode, **_from_rewrite(state)}
         with timed("retrieve", update):
             # Opening (or first building) a corpus index is file and SQLite work: keep it off the
             # event loop, which a server shares between all requests.

@@ -1,15 +1,48 @@
-"""verify (beyond the paper): every answer sentence must be supported by a passage it cites."""
+"""verify (beyond the paper): every answer sentence must be supported by a passage it cites.
+
+A model answer is salvaged, not discarded, when some of its sentences carry no citation (small
+models often forget them): each such sentence gets the verified passage that supports it by the
+same measure, what nothing supports is removed, and only when nothing is left does the offline
+composer answer. `model_errors` says how many sentences were re-cited or removed.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from evident.answer import check_answer, known_ids, parse_answer, render_answer, units_of
+from evident.answer import PREFACE, Line, Unit, check_answer, known_ids, parse_answer, render_answer, units_of
 from evident.models import SourceError
 from evident.nodes.common import settings, timed
 from evident.offline.composer import compose_answer
 from evident.state import EvidentState
-from evident.support import GeneratedSentenceSupport
+from evident.support import GeneratedSentenceSupport, content_tokens
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+def _uncited_sentences(lines: list[Line], min_tokens: int) -> tuple[list[Unit], list[str]]:
+    """Split every uncited unit (a run of text with no citation) into its sentences, in place, so
+    that each can be matched to its own passage; returns those sentence units, and the fragments
+    (fewer than `min_tokens` content tokens, e.g. a reply cut off by its token cap) taken out."""
+    out: list[Unit] = []
+    fragments: list[str] = []
+    for line in lines:
+        units: list[Unit] = []
+        for u in line.units:
+            if u.urls or not u.text or u.text.startswith(PREFACE):
+                units.append(u)
+                continue
+            for text in (t.strip() for t in _SENTENCE_END.split(u.text)):
+                if len(content_tokens(text)) < min_tokens:
+                    if text:
+                        fragments.append(text)
+                    continue
+                units.append(Unit(text))
+                out.append(units[-1])
+        line.units = units
+    return out, fragments
 
 
 def verify(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
@@ -19,8 +52,10 @@ def verify(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
         # A model paraphrases, so its sentences are judged by their own measure (evident/support.py).
         model_written = state.get("generated_by") == "model"
         known = known_ids(state.get("verified") or [], state.get("documents") or [])
+        parsed = parse_answer(state.get("draft") or "", known)
+        uncited, fragments = _uncited_sentences(parsed, ctx.min_evidence_tokens) if model_written else ([], [])
         lines, removed = check_answer(
-            parse_answer(state.get("draft") or "", known), state.get("verified") or [],
+            parsed, state.get("verified") or [],
             n=ctx.ngram_n, threshold=ctx.threshold, unsupported=ctx.unsupported,
             measure=GeneratedSentenceSupport(ctx.sentence_threshold) if model_written else None,
         )
@@ -38,6 +73,15 @@ def verify(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
                 message="verify: no sentence of the model's answer is supported by the verified passages; "
                 "used the offline composer",
             )]
+        elif uncited or fragments:
+            recited = sum(1 for u in uncited if u.urls and not u.flagged)
+            update["model_errors"] = [SourceError(
+                source=ctx.model or "model", kind="model",
+                message=f"verify: {len(uncited) + len(fragments)} sentence(s) of the model's answer had no "
+                f"citation: {recited} re-cited to the verified passage that supports them, "
+                f"{len(uncited) + len(fragments) - recited} " + ("flagged" if ctx.unsupported == "flag" else "removed"),
+            )]
+        removed = fragments + removed
         update["draft"] = render_answer(lines)
         update["removed_sentences"] = removed
     return update

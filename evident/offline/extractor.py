@@ -78,6 +78,7 @@ class _Window:
     coverage: float
     good: bool
     matched: int
+    head: int = -1
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,7 @@ class _Scorer:
                 copies[u.key] = copies.get(u.key, 0) + 1
         self.repeats = {k: c for k, c in copies.items() if c > 1}
         self.superseded = [is_superseded(d) for d in documents]
+        # Each page title's terms and word pairs: the heading of the text above the first heading.
         titles = [unit_terms(d.title) for d in documents]
         self.titles = [(frozenset(t), frozenset(pairs(t))) for t in titles]
 
@@ -239,8 +241,11 @@ class _Scorer:
         return any(t in terms and self.idf[t] >= GOOD_IDF_RATIO * self.top_idf for t in self.weights)
 
 
-def _grow(units: Sequence[_Unit], anchor: int, used: set[int], relevant: set[int]) -> tuple[int, int]:
-    """Extend the anchor unit to a window of consecutive units that continue it."""
+def _grow(
+    units: Sequence[_Unit], anchor: int, used: set[int], relevant: set[int], whole: bool = False
+) -> tuple[int, int]:
+    """Extend the anchor unit to a window of consecutive units that continue it (`whole`: every
+    prose unit of its paragraph does)."""
     a = units[anchor]
     first = last = anchor
     count = 1
@@ -278,6 +283,7 @@ def _grow(units: Sequence[_Unit], anchor: int, used: set[int], relevant: set[int
             break
         continues = (
             k in relevant
+            or (whole and nxt.kind == "prose")
             or tail.label
             or (nxt.kind == tail.kind and nxt.kind in ("item", "row") and units[first].label)
             or (nxt.kind == "prose" and nxt.first_word in CONTINUATIONS)
@@ -302,14 +308,15 @@ HEADING_DECAY = 0.5
 TITLE_SHARE = 1.0
 
 
-def _under_heading(scorer: _Scorer, units: Sequence[_Unit], u: _Unit, doc: int = -1) -> float:
+def _under_heading(scorer: _Scorer, units: Sequence[_Unit], u: _Unit, doc: int) -> float:
     if HEADING_SHARE <= 0:
         return 0.0
     if u.section < 0:
-        if doc < 0 or TITLE_SHARE <= 0 or u.depth < 1:
+        # depth 0: a heading itself, which is under no title
+        if u.depth < 1:
             return 0.0
-        terms, tp = scorer.titles[doc]
-        return TITLE_SHARE * scorer.raw(terms, tp) * HEADING_DECAY ** max(0, u.depth - 1)
+        title, title_pairs = scorer.titles[doc]
+        return TITLE_SHARE * scorer.raw(title, title_pairs) * HEADING_DECAY ** max(0, u.depth - 1)
     head = units[u.section]
     # Only what the unit does not already say: a heading repeating the unit's words adds nothing.
     return HEADING_SHARE * scorer.raw(head.terms, head.pairs) * HEADING_DECAY ** max(0, u.depth - 1)
@@ -342,7 +349,8 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[_Scorer, 
     for d, i in order:
         if i in used[d]:
             continue
-        first, last = _grow(units[d], i, used[d], relevant[d])
+        # The best window is the answer's lead: it takes the rest of its paragraph (up to MAX_WINDOW).
+        first, last = _grow(units[d], i, used[d], relevant[d], whole=not windows)
         span = units[d][first : last + 1]
         used[d].update(range(first, last + 1))
         terms = frozenset().union(*(u.terms for u in span if not u.noise))
@@ -353,13 +361,26 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[_Scorer, 
         lead = _under_heading(scorer, units[d], units[d][first], d)
         score = (scorer.raw(terms, unit_pairs) + lead) * scorer.factor(d, units[d][i].key, n_words)
         # The heading a window sits under is part of what it says ("I need an extension" above "If
-        # you are out of state...").
+        # you are out of state..."); above the first heading, that is the page title.
         section = units[d][first].section
-        context = terms | units[d][section].terms if section >= 0 else terms
+        if section >= 0:
+            context = terms | units[d][section].terms
+        elif units[d][first].depth >= 1:
+            context = terms | scorer.titles[d][0]
+        else:
+            context = terms
+        head = first
+        top = units[d][first]
+        if (not windows and top.depth == 1 and top.section >= 0 and top.section not in used[d]
+                and units[d][top.section].kind == "prose"
+                and scorer.matched(units[d][top.section].terms) > 0):
+            hu = units[d][top.section]
+            head = top.section
+            used[d].add(head)
         windows.append(
             _Window(
                 d, first, last, score, scorer.coverage(context, d), scorer.good(terms),
-                sum(1 for t in scorer.weights if t in terms),
+                sum(1 for t in scorer.weights if t in terms), head,
             )
         )
     windows.sort(key=lambda w: (-w.score, w.doc, w.first))
@@ -418,6 +439,6 @@ def extract_passages(
             continue
         per_doc[w.doc] = per_doc.get(w.doc, 0) + 1
         doc = documents[w.doc]
-        start, end = units[w.doc][w.first].start, units[w.doc][w.last].end
+        start, end = units[w.doc][min(w.first, w.head) if w.head >= 0 else w.first].start, units[w.doc][w.last].end
         passages.append(Passage(passage_id=f"p{len(passages) + 1}", url=doc.url, content=doc.content[start:end]))
     return passages

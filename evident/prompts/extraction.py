@@ -43,18 +43,26 @@ Put the passages in a list named "collected_passages". Give each entry a unique 
 the "url" of the document it was copied from (exactly as given), and the copied text as \
 "content". Write nothing that is not taken word for word from the documents.
 
-Example of the expected shape:
+Example of the expected shape (placeholders in angle and square brackets: never copy them):
 {{"collected_passages": [
-  {{"passage_id": "1", "url": "https://docs.example.com/exports", \
-"content": "Exports run every night at 02:00 UTC.\\nEach export keeps 30 days of history."}},
-  {{"passage_id": "2", "url": "https://wiki.example.com/exports-faq", \
-"content": "Manual exports can be started from the Admin page."}}
+  {{"passage_id": "1", "url": "[example-doc]", "content": "<a passage copied exactly from that document>"}},
+  {{"passage_id": "2", "url": "[another-example-doc]", "content": "<another passage, copied exactly>"}}
 ]}}
 
 If no passage is relevant, reply with {{"collected_passages": []}}.
 
 The user's message:
 {query}"""
+
+# The example's placeholders: a passage that repeats one was copied from the prompt, not a document.
+EXAMPLE_URLS = frozenset({"[example-doc]", "[another-example-doc]", "example-doc", "another-example-doc"})
+EXAMPLE_CONTENTS = frozenset({"<a passage copied exactly from that document>", "<another passage, copied exactly>"})
+
+
+def echoes_example(url: str, content: str) -> bool:
+    """A passage that repeats the prompt's example (weak models copy it) rather than a document."""
+    return url.strip() in EXAMPLE_URLS or content.strip() in EXAMPLE_CONTENTS
+
 
 EXTRACTION_PROMPT = ChatPromptTemplate.from_messages([("system", EXTRACTION_SYSTEM), ("human", EXTRACTION_USER)])
 """Variables: `documents` (see `render_documents`), `query`."""

@@ -255,7 +255,7 @@ def test_a_chip_opens_the_cited_span_highlighted_and_in_view(served: DevServer, 
     ask(page, Q)
     # Steps first, then the answer; the question is in the URL.
     steps = page.eval_on_selector_all("#steps li", "lis => lis.map(li => li.dataset.node)")
-    assert steps == ["retrieve", "extract", "align", "generate", "verify", "postprocess"]
+    assert steps == ["rewrite", "retrieve", "extract", "align", "generate", "verify", "postprocess"]
     assert page.evaluate("new URL(location.href).searchParams.get('q')") == Q
     expect(page.locator(".machine-note")).to_be_visible()
     chips = page.locator("#answer button.chip")
@@ -324,7 +324,7 @@ def test_insufficient_is_said_plainly(served: DevServer, desktop: Watched) -> No
     page.goto(f"{served.url}/")
     ask(page, "zzqx blorf wug")
     steps = page.eval_on_selector_all("#steps li", "lis => lis.map(li => li.dataset.node)")
-    assert steps == ["retrieve", "extract", "align", "insufficient", "postprocess"]
+    assert steps == ["rewrite", "retrieve", "extract", "align", "insufficient", "postprocess"]
     expect(page.locator(".banner.info")).to_contain_text("Insufficient")
     assert page.locator("#answer button.chip").count() == 0
 

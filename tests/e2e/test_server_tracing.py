@@ -17,7 +17,7 @@ from tests.e2e.dev_server import DevServer
 from tests.e2e.test_server import SECRET_MARKERS, server_env
 from tests.support.langsmith_server import LangSmithServer, metadata
 
-PATH = ["retrieve", "extract", "align", "generate", "verify", "postprocess"]
+PATH = ["rewrite", "retrieve", "extract", "align", "generate", "verify", "postprocess"]
 WAIT_S = 60.0  # a ceiling for the server's background flush, not a timing claim
 
 

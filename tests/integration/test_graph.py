@@ -49,7 +49,7 @@ def test_answers_with_resolved_citations(examples: Path) -> None:
     assert out["status"] == "answered"
     assert "30 days" in out["answer"]
     _check_grounded(out)
-    assert {"retrieve", "extract", "align", "generate", "verify", "postprocess"} <= set(out["timings_ms"])
+    assert {"rewrite", "retrieve", "extract", "align", "generate", "verify", "postprocess"} <= set(out["timings_ms"])
     assert all(d.action in {"kept", "truncated", "relinked", "dropped"} for d in out["alignment"])
 
 

@@ -65,7 +65,9 @@ def test_long_corpus_is_extracted_in_parallel_batches_and_merged(server: OpenAIS
     server.respond_with(respond)
     server.require_parallel(len(plan))  # each request waits until all batches are in flight at once
     g = build_graph(retriever=ListRetriever(docs=docs))
-    ctx = llm_context(server, context_budget_tokens=budget, token_counter="approx", top_n=8)
+    # As many requests in flight as batches: this server has the slots (the default would queue them).
+    ctx = llm_context(server, context_budget_tokens=budget, token_counter="approx", top_n=8,
+                      model_concurrency=len(plan))
     updates: list[str] = []
     final: dict[str, Any] = {}
     for mode, item in g.stream({"query": "Which team reviews the items of each handbook?"}, context=ctx,

@@ -30,8 +30,8 @@ __all__ = ["server"]
 BOOKING = "Employees must book flights through the TravelDesk portal at least 14 days before departure."
 UNSUPPORTED = "Directors can always fly first class."
 DRAFT = f"{BOOKING} [{TRAVEL}]\n{UNSUPPORTED} [{TRAVEL}]"
-LLM_PATH = ["retrieve", "extract_batch", "extract", "align", "generate", "verify", "postprocess"]
-OFFLINE_PATH = ["retrieve", "extract", "align", "generate", "verify", "postprocess"]
+LLM_PATH = ["rewrite", "retrieve", "extract_batch", "extract", "align", "generate", "verify", "postprocess"]
+OFFLINE_PATH = ["rewrite", "retrieve", "extract", "align", "generate", "verify", "postprocess"]
 Q = "How early must flights be booked?"
 
 
@@ -40,13 +40,17 @@ def script(server: OpenAIServer) -> None:
 
 
 def events(chunks: Any) -> list[tuple[str, Any]]:
-    """(kind, payload): ("update", node) or ("token", text) in the order they came."""
+    """(kind, payload): ("update", node), ("token", text) or ("answer", text) in the order they came."""
     out: list[tuple[str, Any]] = []
     for mode, item in chunks:
         if mode == "updates":
             out.extend(("update", node) for node in item)
         elif mode == "messages":
             message, meta = item
+            if meta["langgraph_node"] == "postprocess":  # the verified answer joins `messages`, whole
+                assert not isinstance(message, AIMessageChunk) and message.additional_kwargs["status"]
+                out.append(("answer", message.content))
+                continue
             assert meta["langgraph_node"] == "generate"  # extraction JSON never reaches the stream
             if isinstance(message, AIMessageChunk) and message.content:
                 out.append(("token", message.content))
@@ -84,9 +88,12 @@ def test_async_stream_is_the_same(server: OpenAIServer) -> None:
 def test_offline_mode_streams_updates_and_the_answer_comes_with_postprocess() -> None:
     g = build_graph(retriever=retriever(TRAVEL))
     chunks = list(g.stream({"query": Q}, context=EvidentContext(), stream_mode=["updates", "messages"]))
-    assert [m for m, _ in chunks if m == "messages"] == []  # no model, no tokens
-    assert [node for _, item in chunks for node in item] == OFFLINE_PATH
-    post = chunks[-1][1]["postprocess"]
+    # No model, no tokens: the one message is the verified answer, whole, as it joins `messages`.
+    (answer,) = [item for m, item in chunks if m == "messages"]
+    updates = [item for m, item in chunks if m == "updates"]
+    assert [node for item in updates for node in item] == OFFLINE_PATH
+    post = updates[-1]["postprocess"]
+    assert answer[1]["langgraph_node"] == "postprocess" and answer[0].content == post["answer"]
     assert post["status"] == "answered" and BOOKING in post["answer"] and post["citations"]
 
 
@@ -116,7 +123,7 @@ def test_ask_stream_offline_prints_steps_on_stderr_and_the_answer_on_stdout(tmp_
     assert proc.returncode == 0, proc.stderr
     steps = [line for line in proc.stderr.splitlines() if line.startswith("· ")]
     assert [s.split(":")[0][2:] for s in steps] == OFFLINE_PATH
-    assert steps[2].startswith("· align: ") and " kept" in steps[2]
+    assert steps[3].startswith("· align: ") and " kept" in steps[3]
     assert BOOKING in proc.stdout and "Citations" in proc.stdout
     assert "· " not in proc.stdout and BOOKING not in proc.stderr
     assert "Status: answered" in proc.stderr

@@ -47,7 +47,7 @@ PUBLIC = Document(page_content="# Staff bonus\n\nThe annual bonus for staff is p
                                "The staff bonus pool is set by the board each year.\n",
                   metadata={"url": "https://hr.example/bonus", "title": "Staff bonus", "acl": "public"})
 QUERY = "How large is the executive bonus pool for 2025 and when is the staff bonus paid?"
-OFFLINE_PATH = ["retrieve", "extract", "align", "generate", "verify", "postprocess"]
+OFFLINE_PATH = ["rewrite", "retrieve", "extract", "align", "generate", "verify", "postprocess"]
 
 
 class Down(BaseRetriever):
@@ -84,7 +84,7 @@ def node_runs(api: LangSmithServer) -> dict[str, dict[str, Any]]:
     """The finished runs of the trace, by name, each checked to hang directly under the root."""
     (root,) = api.finished("evident")
     runs = {name: api.finished(name) for name in
-            ("retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify", "postprocess")}
+            ("rewrite", "retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify", "postprocess")}
     for name, found in runs.items():
         for run in found:
             assert run["parent_run_id"] == root["id"], name
@@ -155,7 +155,7 @@ def test_the_short_circuit_is_traced_as_insufficient(langsmith_api: LangSmithSer
     out = traced(langsmith_api, lambda: g.invoke({"query": "zygomorphic quasar lutefisk"}, context=EvidentContext()))
     assert out["status"] == "insufficient"
     runs = node_runs(langsmith_api)
-    assert set(runs) == {"retrieve", "extract", "align", "insufficient", "postprocess"}
+    assert set(runs) == {"rewrite", "retrieve", "extract", "align", "insufficient", "postprocess"}
     assert metadata(runs["insufficient"])["reason"] == "no passage survived alignment"
     assert metadata(runs["postprocess"])["status"] == "insufficient"
 
@@ -283,7 +283,7 @@ def test_no_tracer_no_summary(monkeypatch: pytest.MonkeyPatch, server: OpenAISer
     assert calls == OFFLINE_PATH  # the same graph, traced: one summary per step
     (root,) = handler.traced_runs
     assert [r.name for r in root.child_runs] == OFFLINE_PATH
-    assert root.child_runs[0].extra["metadata"]["acl_dropped"] == 1
+    assert root.child_runs[1].extra["metadata"]["acl_dropped"] == 1
 
 
 def test_caller_metadata_is_kept(langsmith_api: LangSmithServer) -> None:
@@ -293,7 +293,7 @@ def test_caller_metadata_is_kept(langsmith_api: LangSmithServer) -> None:
     g.invoke({"query": "How early must flights be booked?"},
              {"callbacks": [handler], "metadata": {"documents": "caller's value", "team": "qa"}},
              context=EvidentContext())
-    retrieve = handler.traced_runs[0].child_runs[0]
+    retrieve = handler.traced_runs[0].child_runs[1]
     assert retrieve.name == "retrieve"
     assert retrieve.extra["metadata"]["documents"] == "caller's value"
     assert retrieve.extra["metadata"]["evident_documents"] == 1 and retrieve.extra["metadata"]["team"] == "qa"

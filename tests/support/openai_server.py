@@ -7,6 +7,12 @@ token plus a token rate). Tests script it per call kind ("extract" or "generate"
 `GET /_requests` returns the record of requests (kind and monotonic start/finish times), for a
 benchmark that runs the server in another process.
 
+Server behaviours seen in the wild, each opt-in: `reject_json_schema` answers a `json_schema`
+response_format with HTTP 500 and a Python traceback naming response_format (llama-cpp-python);
+`slots=1` processes one request at a time and reports its slots on `/props` (llama.cpp); `cap_field`
+honours only that output-cap field ("max_tokens": llama.cpp-family servers ignore
+`max_completion_tokens`); `n_ctx` is reported on `/props` and as `/v1/models` meta.
+
     with OpenAIServer() as server:
         server.script(extract=[Reply(content=...)], generate=[Reply(content=...)])
         ChatOpenAI(base_url=server.base_url, api_key="x", model="m").invoke("hi")
@@ -141,7 +147,15 @@ class _Handler(BaseHTTPRequestHandler):
                         for r in self.server.owner.requests]
             self._json(200, {"requests": done})
         elif self.path.rstrip("/").endswith("/models"):
-            self._json(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+            owner = self.server.owner
+            entry: dict[str, Any] = {"id": "test-model", "object": "model"}
+            if owner.n_ctx:
+                entry["meta"] = {"n_ctx_train": owner.n_ctx}
+            self._json(200, {"object": "list", "data": [entry]})
+        elif self.path.rstrip("/") == "/props" and self.server.owner.slots:
+            owner = self.server.owner
+            self._json(200, {"total_slots": owner.slots,
+                             "default_generation_settings": {"n_ctx": owner.n_ctx or 4096}})
         else:
             self._json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
@@ -160,9 +174,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         request = ChatRequest(self.path, body, {k.lower(): v for k, v in self.headers.items()}, arrived)
         owner._begin(request)
+        slot = owner._slot
         try:
+            if slot is not None:
+                slot.acquire()  # a server with fewer slots than requests: the rest wait here
             owner._wait_barrier(request)
-            reply = owner._reply_for(request)
+            if owner.reject_json_schema and (request.response_format or {}).get("type") == "json_schema":
+                self._json(500, {"error": {"message": _JSON_SCHEMA_TRACEBACK, "type": "internal_server_error"}})
+                return
+            reply = owner._capped(owner._reply_for(request), body)
             if reply.delay_s and owner._stopping.wait(reply.delay_s):
                 self.close_connection = True
                 return
@@ -170,6 +190,8 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
             self.close_connection = True  # the client gave up (a timeout): nothing to answer
         finally:
+            if slot is not None:
+                slot.release()
             request.finished = time.monotonic()
             owner._end(request)
 
@@ -264,6 +286,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+# What llama-cpp-python 0.3.36 answers (HTTP 500), its stack frame included.
+_JSON_SCHEMA_TRACEBACK = """1 validation error:
+  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': "Input should be 'text' or \
+'json_object'", 'input': 'json_schema', 'ctx': {'expected': "'text' or 'json_object'"}}
+
+  File "/srv/venv/lib/python3.11/site-packages/llama_cpp/server/app.py", line 376, in create_chat_completion
+    POST /v1/chat/completions"""
+
+
 def _args(arguments: str | dict[str, Any]) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
@@ -286,8 +317,14 @@ def _usage(request: ChatRequest, reply: Reply) -> dict[str, int]:
 class OpenAIServer:
     """The server, its script and its record of requests. Use as a context manager."""
 
-    def __init__(self, responder: Responder | None = None) -> None:
+    def __init__(self, responder: Responder | None = None, *, reject_json_schema: bool = False,
+                 slots: int | None = None, cap_field: str | None = None, n_ctx: int | None = None) -> None:
         self._responder = responder
+        self.reject_json_schema = reject_json_schema
+        self.slots = slots
+        self._slot = threading.Semaphore(slots) if slots else None
+        self.cap_field = cap_field
+        self.n_ctx = n_ctx
         self._queues: dict[str, deque[Reply]] = {}
         self._last: dict[str, Reply] = {}
         self._lock = threading.Lock()
@@ -397,6 +434,13 @@ class OpenAIServer:
             barrier.wait()
         except threading.BrokenBarrierError:
             self.barrier_broken = True
+
+    def _capped(self, reply: Reply, body: dict[str, Any]) -> Reply:
+        """The reply cut at the output cap, if this server honours the field the request used."""
+        cap = body.get(self.cap_field) if self.cap_field else None
+        if not isinstance(cap, int) or reply.content is None or len(reply.content) <= cap * 4:
+            return reply
+        return Reply(**{**reply.__dict__, "content": reply.content[: cap * 4], "finish_reason": "length"})
 
     def _sleep(self, seconds: float) -> bool:
         """Sleep unless the server stops first; True when it stopped (the reply is abandoned)."""

@@ -136,9 +136,13 @@ def test_fragments_of_neighbouring_sentences_are_joined_in_source_order(page: Pa
     url = "https://docs.example/page"
     [d] = align([{"passage_id": "p", "url": url, "content": " ".join(one) + sep + " ".join(two)}],
                 [{"url": url, "content": page.text}], threshold=0.0, cache=IndexCache())
+    assert d.action != "dropped" and all(a[1] <= b[0] for a, b in zip(d.spans, d.spans[1:]))
     page_words = words(page.text)
     if occurrences(one, page_words) > 1 or occurrences(two, page_words) > 1:
         return  # a fragment also found elsewhere (common words only) may be quoted from there
+    seam = [one[-1], two[0], *first.words[b1:], *second.words[:a2]]
+    if sep == " " and any(w in COMMON for w in seam):
+        return  # "the the" across the seam: where the passage left words out is ambiguous
     if sep == " " and 0 < skipped <= 2:
         # Words left out between the fragments without an ellipsis, few enough to be a substitution.
         assert d.action == "corrected", d
@@ -146,7 +150,6 @@ def test_fragments_of_neighbouring_sentences_are_joined_in_source_order(page: Pa
         return
     assert d.action == "kept", d
     assert words(d.quote) == one + two
-    assert all(a[1] <= b[0] for a, b in zip(d.spans, d.spans[1:]))
 
 
 def test_block_and_sentence_boundaries() -> None:

@@ -298,3 +298,34 @@ def test_property_every_sentence_is_cited_and_quoted(raw: list[tuple[str, list[s
         for url in urls:
             quotes = [norm(d.quote) for d in decisions if d.url == url]
             assert any(norm(sentence) in q for q in quotes), (sentence, url)
+
+
+def test_a_sentence_another_one_already_says_is_left_out() -> None:
+    # The second "Find out if you qualify and how to apply" (a link line without its full stop) adds
+    # nothing, and its citation would resolve to the first copy on the page, away from its neighbour.
+    answer = compose_answer("Can spouses apply for health care?", [
+        decision("p1", BILLING, "Apply for health care. Find out if you qualify and how to apply."),
+        decision("p2", BILLING, "Spouses may qualify for health care.\nFind out if you qualify and how to apply"),
+    ])
+    sentences = [s for s, _ in cited_sentences(answer)]
+    assert sentences.count("Find out if you qualify and how to apply.") == 1
+    assert "Find out if you qualify and how to apply" not in sentences
+    assert "Spouses may qualify for health care." in sentences
+
+
+def test_a_label_sharing_no_word_with_the_question_is_left_out() -> None:
+    quote = "Breaking changes:\n\n- Flow 5 requires PostgreSQL 14.\n- Flow 5 drops the old keys."
+    answer = compose_answer("Which PostgreSQL version does Flow 5 require?", [decision("p1", POLICY, quote)])
+    assert "Breaking changes:" not in answer
+    assert "- Flow 5 requires PostgreSQL 14. [https://policies.acme.example/refunds]" in answer
+    labelled = compose_answer("Which PostgreSQL changes break Flow 5?", [decision("p1", POLICY, quote)])
+    assert labelled.startswith("Breaking changes: [https://policies.acme.example/refunds]")
+
+
+def test_the_best_passage_is_kept_whole_before_the_answer_is_cut() -> None:
+    best = ("Refunds are issued within 14 days. They go to the original card. "
+            "Refunds for annual plans are prorated. A refund can take 5 more days to show.")
+    others = [decision(f"p{i}", LIMITS, f"Refunds are issued for plan {i}.") for i in range(2, 6)]
+    answer = compose_answer("How are refunds issued?", [decision("p1", POLICY, best), *others])
+    assert norm(best) in norm(answer.replace(f" [{POLICY}]", ""))
+

@@ -295,3 +295,30 @@ def test_superseded_page_does_not_outrank_the_current_rule() -> None:
         assert passages[0].url == current.url, passages
     titled = old.model_copy(update={"metadata": {}, "title": "ARCHIVED - Travel policy (2024)"})
     assert extract_passages(query, [titled, current])[0].url == current.url
+
+
+def test_the_opening_paragraph_sits_under_the_page_title() -> None:
+    # Before the first heading the page title is the heading: the opening says what the page is
+    # about, in words the question ("What is the loan simulator?") need not share.
+    doc = SourceDocument(
+        url="KB-9", title="Loan Simulator",
+        content=("Use this tool to pick a repayment plan that meets your goals.\n\n"
+                 "Sign in first. The simulator runs in your browser and needs no download."),
+    )
+    passages = extract_passages("What is the loan simulator?", [doc])
+    assert passages[0].content == "Use this tool to pick a repayment plan that meets your goals."
+    # A heading in the text takes over from the title for what follows it.
+    headed = doc.model_copy(update={"content": "## Downloads\n\n" + doc.content})
+    assert extract_passages("What is the loan simulator?", [headed])[0].content.startswith("The simulator")
+
+
+def test_the_best_window_takes_the_rest_of_its_paragraph() -> None:
+    doc = SourceDocument(url="KB-3", title="Servicer notes", content=(
+        "Student loan deferment lets you pause payments. You must apply through your servicer. "
+        "Interest may still accrue.\n\nDeferment requests are reviewed monthly. A decision letter follows by mail."))
+    passages = extract_passages("How does student loan deferment work?", [doc])
+    # The sentences after the best one share no word with the question, yet continue its paragraph;
+    # the next paragraph is a new thought.
+    assert passages[0].content == ("Student loan deferment lets you pause payments. You must apply through "
+                                   "your servicer. Interest may still accrue.")
+    assert all("decision letter" not in p.content for p in passages)

@@ -191,7 +191,9 @@ def test_every_query_on_a_thread_starts_clean() -> None:
 
 
 def test_every_per_query_field_is_reset() -> None:
-    assert set(EvidentState.__annotations__) - {"query", "principal"} == set(_PER_QUERY)
+    # The rewrite step writes query, standalone_query and rewrite at every query; messages is the thread's.
+    written_by_rewrite = {"query", "standalone_query", "rewrite"}
+    assert set(EvidentState.__annotations__) - {"principal", "messages", *written_by_rewrite} == set(_PER_QUERY)
 
 
 def test_no_output_counts_hidden_documents() -> None:

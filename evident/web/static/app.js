@@ -3,12 +3,13 @@
 import { clear, h, show } from "./dom.js";
 import { ACTIONS, otherSpans, renderAnswer, renderDraft, renderSources, renderStatus, renderTrail,
   showDocument, showError } from "./views.js";
-import { HttpError, ask } from "./stream.js";
+import { HttpError, ask, newThread } from "./stream.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "evident.token";
 
 const STEP = {
+  rewrite: ["Question", "Reading the question…"],
   retrieve: ["Retrieve", "Searching the sources…"],
   extract_batch: ["Extract (batch)", "Extracting passages…"],
   extract: ["Extract", "Extracting passages…"],
@@ -18,10 +19,11 @@ const STEP = {
   verify: ["Verify", "Checking every sentence of the answer…"],
   postprocess: ["Postprocess", "Finishing…"],
 };
-const NEXT = { retrieve: "extract", extract_batch: "extract", extract: "align", align: "generate", generate: "verify",
+const NEXT = { rewrite: "retrieve", retrieve: "extract", extract_batch: "extract", extract: "align", align: "generate", generate: "verify",
   verify: "postprocess", insufficient: "postprocess" };
 
 let state = {};
+let conversation = { threadId: null, turns: [] }; // the thread of this tab's conversation, and its turns
 let running = null; // the AbortController of the question being answered
 let draft = "";
 let draftFrame = 0;
@@ -32,6 +34,11 @@ const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 function summary(node, update, current) {
   switch (node) {
+    case "rewrite": {
+      const info = update.rewrite || {};
+      if (info.problem) return "not accepted";
+      return info.rewritten_by && info.rewritten_by !== "none" ? `asked as: ${info.standalone_query}` : "standalone";
+    }
     case "retrieve": {
       const failed = count(update.source_errors);
       return `${plural(count(update.documents), "document")}${failed ? `, ${plural(failed, "source")} failed` : ""}`;
@@ -112,7 +119,7 @@ function reset() {
   state = {};
   draft = "";
   for (const id of ["steps", "answer", "sources", "source-failures", "trail", "removed", "alerts"]) clear($(id));
-  for (const id of ["answer-panel", "sources-panel", "trail-panel", "doc-panel", "draft-note"]) show($(id), false);
+  for (const id of ["answer-panel", "sources-panel", "trail-panel", "doc-panel", "draft-note", "asked-as"]) show($(id), false);
 }
 
 function onStep(node, update, current) {
@@ -121,6 +128,31 @@ function onStep(node, update, current) {
   if (node === "retrieve") renderSources(state, openDocument);
   if (node === "align") renderTrail(state, openSpans);
   if (node === "verify" || node === "postprocess") renderTrail(state, openSpans);
+}
+
+const CITATION_MARK = /\s*\[[^\]\s]+\]/g;
+
+/** Earlier questions and their answers (as plain text, citation marks left out), oldest first. */
+function renderHistory() {
+  const list = $("history");
+  clear(list);
+  for (const turn of conversation.turns) {
+    list.append(h("li", { class: "turn" },
+      h("p", { class: "turn-question" }, turn.question),
+      h("p", { class: "turn-answer" }, turn.status === "error" ? "No answer." : turn.answer.replace(CITATION_MARK, ""))));
+  }
+  show($("history-panel"), conversation.turns.length > 0);
+}
+
+function newConversation() {
+  running?.abort();
+  conversation = { threadId: null, turns: [] };
+  reset();
+  renderHistory();
+  show($("progress-panel"), false);
+  show($("new-conversation"), false);
+  $("question").value = "";
+  $("question").focus();
 }
 
 function onToken(text) {
@@ -148,6 +180,10 @@ function finish(final) {
   if (final.status !== "error") {
     show($("answer-panel"));
     renderAnswer(final, openCitation);
+  }
+  if (final.standalone_query && final.rewrite?.rewritten_by && final.rewrite.rewritten_by !== "none") {
+    $("asked-as").textContent = `Answered as: ${final.standalone_query}`;
+    show($("asked-as"));
   }
 }
 
@@ -180,17 +216,25 @@ async function submit(event) {
   const controller = new AbortController();
   running = controller;
   reset();
+  renderHistory();
   show($("progress-panel"));
-  setLoading(STEP.retrieve[1]);
+  setLoading(STEP.rewrite[1]);
   $("ask-button").disabled = true;
   document.body.setAttribute("aria-busy", "true");
   try {
+    const token = $("token").value.trim();
+    conversation.threadId ||= await newThread({ token, signal: controller.signal });
     const final = await ask(question, {
-      token: $("token").value.trim(),
+      threadId: conversation.threadId,
+      token,
       signal: controller.signal,
       on: { step: onStep, token: onToken },
     });
-    if (running === controller) finish(final);
+    if (running === controller) {
+      finish(final);
+      if (final.status) conversation.turns.push({ question, answer: final.answer || "", status: final.status });
+      show($("new-conversation"), conversation.turns.length > 0);
+    }
   } catch (error) {
     if (error?.name !== "AbortError" && running === controller) explain(error);
   } finally {
@@ -225,6 +269,7 @@ async function checkServer() {
 
 async function start() {
   $("ask-form").addEventListener("submit", submit);
+  $("new-conversation").addEventListener("click", newConversation);
   $("doc-close").addEventListener("click", closeDocument);
   $("doc-panel").addEventListener("keydown", (e) => {
     if (e.key === "Escape") closeDocument();

@@ -1,13 +1,15 @@
-// One question, asked through the LangGraph API the server exposes: `POST runs/stream` (a run
-// without a thread), read as server-sent events. "updates" brings each finished step's update,
-// "messages-tuple" the model's tokens (LLM mode only; offline answers arrive whole).
+// One question of a conversation, asked through the LangGraph API the server exposes: a thread
+// (`POST threads`, owned by the caller) holds the conversation, and each question is a run on it
+// (`POST threads/{id}/runs/stream` with the question as the user's message), read as server-sent
+// events. "updates" brings each finished step's update, "messages-tuple" the model's tokens (LLM
+// mode only; offline answers arrive whole). The graph rewrites a follow-up into a standalone question.
 
 export const GRAPH_ID = "evident";
 const STREAM_MODE = ["updates", "messages-tuple"];
 
 // Channels whose updates add up within a query (their reducer appends); the first step starts afresh.
 const ADDITIVE = new Set(["source_errors", "model_errors"]);
-const FIRST_STEP = "retrieve";
+const FIRST_STEP = "rewrite";
 
 /** A failed HTTP answer: its status and the server's one-line reason. */
 export class HttpError extends Error {
@@ -83,22 +85,37 @@ function tokenText(message) {
   return "";
 }
 
+function headersFor(token, accept) {
+  const headers = { "Content-Type": "application/json", Accept: accept };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  return headers;
+}
+
+/** A new thread for a conversation; resolves to its id. Throws HttpError when the server refuses. */
+export async function newThread({ token, signal }) {
+  const response = await fetch("threads", {
+    method: "POST", headers: headersFor(token, "application/json"), signal, credentials: "omit", body: "{}",
+  });
+  if (!response.ok) throw new HttpError(response.status, await detailOf(response));
+  const body = await response.json();
+  if (typeof body?.thread_id !== "string" || !/^[\w-]+$/.test(body.thread_id)) throw new HttpError(502, "no thread id");
+  return body.thread_id;
+}
+
 /**
- * Asks `question`; calls `on.step(node, update, state)` for every finished step and
+ * Asks `question` on the thread `threadId`; calls `on.step(node, update, state)` for every finished step and
  * `on.token(text)` for every answer token; resolves to the final state. Throws HttpError when
  * the server refuses the run, and Error("stream: …") when it fails during the run.
  */
-export async function ask(question, { token, signal, on }) {
-  const headers = { "Content-Type": "application/json", Accept: "text/event-stream" };
-  if (token) headers.Authorization = `Bearer ${token}`;
-  const response = await fetch("runs/stream", {
+export async function ask(question, { threadId, token, signal, on }) {
+  const response = await fetch(`threads/${encodeURIComponent(threadId)}/runs/stream`, {
     method: "POST",
-    headers,
+    headers: headersFor(token, "text/event-stream"),
     signal,
     credentials: "omit",
     body: JSON.stringify({
       assistant_id: GRAPH_ID,
-      input: { query: question },
+      input: { messages: [{ role: "user", content: question }] },
       stream_mode: STREAM_MODE,
       on_disconnect: "cancel",
     }),

@@ -1,0 +1,9 @@
+"""Conversations: a follow-up question turned into a standalone one, and the bounds of a chat's messages.
+
+`rule` is framework-free (the offline rewrite, the input checks, how a thread stays bounded);
+`messages` translates LangChain messages to and from it (the answer as an `AIMessage`).
+"""
+
+from evident.conversation.rule import Turn, check_turns, condense, is_elliptical, overflow
+
+__all__ = ["Turn", "check_turns", "condense", "is_elliptical", "overflow"]

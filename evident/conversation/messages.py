@@ -1,0 +1,105 @@
+"""LangChain messages in and out of a query: the conversation as `Turn`s, the answer as an `AIMessage`.
+
+The answer message's `content` is the verified answer with its `[url]` citations, exactly the state's
+`answer`; its `additional_kwargs` carry `status`, `citations` (sentence, url, passage ids, spans,
+quote), `standalone_query` (the question it answered, which the next turn's rewrite reads) and
+`error` when the query failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage
+
+from evident.context import EvidentContext
+from evident.conversation.rule import Turn, overflow
+
+_ROLES = {"human": "user", "ai": "assistant", "user": "user", "assistant": "assistant"}
+
+
+def role_of(message: Any) -> str:
+    """"user", "assistant", or the message's own type ("system", "tool", …) for any other."""
+    kind = str(getattr(message, "type", "") or "")
+    return _ROLES.get(kind, kind or type(message).__name__)
+
+
+def text_of(message: Any) -> str | None:
+    """The text of a message; None when it holds anything else (an image, a file, a tool call part)."""
+    content = getattr(message, "content", None)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            else:
+                return None
+        return "".join(parts)
+    return None
+
+
+def _standalone(message: Any) -> str | None:
+    if role_of(message) != "assistant":
+        return None
+    value = (getattr(message, "additional_kwargs", None) or {}).get("standalone_query")
+    return value if isinstance(value, str) else None
+
+
+def size_of(message: Any) -> int:
+    return len(text_of(message) or "") + len(_standalone(message) or "")
+
+
+def to_turns(messages: Sequence[Any]) -> tuple[list[Turn], str | None]:
+    """The conversation as turns, or why it cannot be read (a message that is not text)."""
+    turns = []
+    for message in messages:
+        text = text_of(message)
+        role = role_of(message)
+        if text is None and role in ("user", "assistant"):
+            return [], f"a conversation's messages must be text; a {role} message holds something else"
+        turns.append(Turn.model_construct(role=role, content=text or "", standalone=_standalone(message)))
+    return turns, None
+
+
+def answered(message: Any) -> bool:
+    """Whether a message is one of this graph's answers (as opposed to one a client sent)."""
+    return role_of(message) == "assistant" and "status" in (getattr(message, "additional_kwargs", None) or {})
+
+
+def refused(messages: Sequence[Any]) -> list[RemoveMessage]:
+    """Removals of what a refused request added: every message after the graph's last answer, so the
+    thread stays usable for the next, valid question."""
+    last = max((i for i, m in enumerate(messages) if answered(m)), default=-1)
+    return [RemoveMessage(id=m.id) for m in messages[last + 1:] if getattr(m, "id", None)]
+
+
+def answer_message(state: Mapping[str, Any], update: Mapping[str, Any]) -> AIMessage:
+    status = str(update.get("status") or state.get("status") or "")
+    extra: dict[str, Any] = {
+        "status": status,
+        "standalone_query": str(state.get("standalone_query") or state.get("query") or ""),
+        "citations": [c.model_dump(mode="json") if hasattr(c, "model_dump") else dict(c)
+                      for c in update.get("citations") or []],
+    }
+    content = str(update.get("answer") or "")
+    if status == "error":
+        extra["error"] = str(state.get("error") or "")
+        content = f"The question could not be answered: {extra['error']}"
+    return AIMessage(content=content, additional_kwargs=extra)
+
+
+def conclude(state: Mapping[str, Any], update: Mapping[str, Any], ctx: EvidentContext) -> list[AnyMessage]:
+    """The `messages` update of a query's last step: its answer, and removals of the oldest messages
+    when the thread would otherwise reach its limits (`max_messages`, `max_conversation_chars`) with
+    the next question (up to `max_query_chars`)."""
+    message = answer_message(state, update)
+    held = list(state.get("messages") or [])
+    sizes = [size_of(m) for m in held] + [size_of(message)]
+    drop = overflow(sizes, max_messages=ctx.max_messages, max_chars=ctx.max_conversation_chars,
+                    room=ctx.max_query_chars)
+    return [*(RemoveMessage(id=m.id) for m in held[:drop] if getattr(m, "id", None)), message]

@@ -1,0 +1,137 @@
+"""The offline rewrite of a follow-up, and the limits a conversation must keep. No LangChain import.
+
+A follow-up such as "and if I'm a contractor?" or "how long does that take?" says nothing about its
+topic; retrieval would search for "contractor" or "long take" alone. The rule keeps the user's words
+and, when the message is elliptical, adds the salient terms of the previous question (in its own
+standalone form, so a chain of follow-ups keeps its topic):
+
+    "How many days do I have to submit an expense report?" → "And if I'm a contractor?"
+    ⇒ "And if I'm a contractor? (days submit expense report)"
+
+Deterministic: the same conversation always gives the same question.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel
+
+from evident.lexicon import STOPWORDS, content_terms
+
+Role = Literal["user", "assistant"]
+
+# A message that opens like this continues the previous question rather than asking a new one.
+_OPENERS = re.compile(
+    r"^\s*(and|but|or|also|so|then|what about|how about|what if|same for|and if|what else|why not|"
+    r"in that case|if so|if not)\b",
+    re.IGNORECASE,
+)
+# Words that point back at something said before.
+_ANAPHORS = frozenset(
+    "it its it's that this these those they them their theirs there then he she him her his such same one ones "
+    "former latter above".split()
+)
+# A question with more content words than this, and no opener, names its own topic.
+SELF_CONTAINED_TERMS = 3
+MAX_ADDED_TERMS = 8
+_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
+
+
+class Turn(BaseModel):
+    """One message of a conversation. `standalone` is, for an answer, the question it answered (the
+    graph records it on its answers; a client's own assistant messages have none)."""
+
+    role: Role
+    content: str
+    standalone: str | None = None
+
+
+def _fold(word: str) -> str:
+    return unicodedata.normalize("NFKC", word).casefold().strip("'’-")
+
+
+def is_elliptical(question: str) -> bool:
+    """Whether a message leans on the conversation: it continues ("and if …", "what about …"), points
+    back ("that", "it") without naming much itself, or names almost nothing ("how long?")."""
+    terms = content_terms(question)
+    if _OPENERS.match(question):
+        return True
+    written = _WORD.findall(question)
+    pointing = any(_fold(w) in _ANAPHORS for w in written)
+    if pointing and len(terms) <= SELF_CONTAINED_TERMS:
+        return True
+    # One lower-case content word ("how long?", "what is the deadline?") names no topic; a name or an
+    # acronym ("what is Ledgerly?", "what is the VPN?") does.
+    named = any(_fold(w) in terms and not w.islower() for w in written[1:])
+    return len(terms) < 2 and not named
+
+
+def salient_terms(text: str, exclude: Sequence[str] = ()) -> list[str]:
+    """The content words of `text` as written (first occurrence), minus those in `exclude`."""
+    wanted = set(content_terms(text)) - {t for t in (_fold(e) for e in exclude)}
+    out: list[str] = []
+    seen: set[str] = set()
+    for word in _WORD.findall(text):
+        key = _fold(word)
+        if key in wanted and key not in seen and key not in STOPWORDS:
+            seen.add(key)
+            out.append(word.strip("'’-"))
+    return out
+
+
+def previous_question(history: Sequence[Turn]) -> str | None:
+    """The last earlier question, standing alone: the form an answer of the graph records, else the
+    user's words, themselves condensed against what came before them (a client that sends the whole
+    conversation with its own assistant messages records nothing)."""
+    for i in range(len(history) - 1, -1, -1):
+        turn = history[i]
+        if turn.role == "assistant" and turn.standalone:
+            return turn.standalone
+        if turn.role == "user":
+            return condense(turn.content, history[:i])[0]
+    return None
+
+
+def condense(question: str, history: Sequence[Turn]) -> tuple[str, bool]:
+    """(the standalone question, whether the rule changed it). `history` is the conversation before
+    `question`, oldest first."""
+    question = question.strip()
+    before = previous_question(history)
+    if not before or not is_elliptical(question):
+        return question, False
+    added = salient_terms(before, exclude=content_terms(question))[:MAX_ADDED_TERMS]
+    if not added:
+        return question, False
+    return f"{question} ({' '.join(added)})", True
+
+
+def check_turns(roles: Sequence[str], sizes: Sequence[int], *, max_messages: int, max_chars: int) -> str | None:
+    """Why a conversation cannot be taken (None when it can): only user and assistant messages, at
+    most `max_messages` of them and `max_chars` characters in all, ending with the user's question."""
+    for role in roles:
+        if role not in ("user", "assistant"):
+            return (f"a conversation may hold only user (human) and assistant (ai) messages, not {role!r}: "
+                    "instructions and tool results are set by the deployment, not the request")
+    if len(roles) > max_messages:
+        return f"the conversation has too many messages: {len(roles)} (the limit is {max_messages})"
+    total = sum(sizes)
+    if total > max_chars:
+        return f"the conversation is too long: {total} characters (the limit is {max_chars})"
+    if not roles or roles[-1] != "user":
+        return "the conversation must end with the user's question"
+    return None
+
+
+def overflow(sizes: Sequence[int], *, max_messages: int, max_chars: int, room: int) -> int:
+    """How many of the oldest messages a thread drops so that one more question of up to `room`
+    characters still fits its limits; the last two messages (the latest exchange) always stay."""
+    drop = 0
+    total = sum(sizes)
+    while len(sizes) - drop > 2 and (len(sizes) - drop + 1 > max_messages or total + room > max_chars):
+        total -= sizes[drop]
+        drop += 1
+    return drop

@@ -1,0 +1,119 @@
+"""rewrite (beyond the paper): the question a query answers, from a `query` or a conversation.
+
+The first step of every query. Input `{"query": ...}` is a standalone question, taken as it is (its
+answer still joins `messages`, so a later follow-up on the thread can refer to it). Input `{"messages": [...]}`
+(anything after the graph's last answer) is a conversation, which must end with the user's message: its last message is turned into a standalone
+question, by the chat model in LLM mode (evident/prompts/rewrite.py) or by the offline rule
+(evident/conversation/rule.py). A failed model call falls back to the rule and is reported in
+`model_errors` (status `degraded`). The result is `query` (what retrieval, extraction and generation
+use), `standalone_query`, and `rewrite` (how it was made), written at every turn.
+
+The messages come from the request: only user and assistant text is taken, within the deployment's
+limits (`max_messages`, `max_conversation_chars`, `max_query_chars` for the question). A refused
+conversation ends the query (reported by `retrieve`, like any bad input) and what the request added
+is removed from the thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from evident.context import EvidentContext
+from evident.conversation.messages import answered, refused, role_of, size_of, to_turns
+from evident.conversation.rule import Turn, check_turns, condense
+from evident.llm import DEFAULT_MODELS, ModelFailure, Models, call_with_retries, describe_failure, refusal_of, text_of
+from evident.models import Rewrite
+from evident.nodes.common import refused_settings, settings, timed
+from evident.nodes.retrieve import check_query
+from evident.prompts.rewrite import REWRITE_PROMPT
+from evident.state import EvidentState
+
+RULE_FALLBACK = "used the offline rewrite rule"
+# Tokens of the rewrite call are not an answer: chat clients streaming messages must not show them.
+_CALL_CONFIG: dict[str, Any] = {"tags": ["nostream"], "run_name": "rewrite_question"}
+HISTORY_TURNS = 6  # earlier messages shown to the model
+ANSWER_CHARS = 600  # of each earlier answer: enough to resolve a reference
+
+
+def render_history(history: Sequence[Turn]) -> str:
+    lines = []
+    for turn in history[-HISTORY_TURNS:]:
+        text = " ".join(turn.content.split())
+        if turn.role == "assistant":
+            lines.append(f"Assistant: {text[:ANSWER_CHARS]}{' …' if len(text) > ANSWER_CHARS else ''}")
+        else:
+            lines.append(f"User: {text}")
+    return "\n".join(lines)
+
+
+def rewrite_with_model(model: Any, ctx: EvidentContext, question: str, history: Sequence[Turn]) -> str:
+    """The model's standalone question; raises `ModelFailure` when there is no usable one."""
+    messages = REWRITE_PROMPT.format_messages(history=render_history(history), question=question)
+    reply = call_with_retries(lambda: model.invoke(messages, config=_CALL_CONFIG), ctx)
+    if refusal_of(reply):
+        raise ModelFailure("model", f"the model refused: {refusal_of(reply)}")
+    lines = [line.strip().strip('"“”').strip() for line in text_of(reply).strip().splitlines() if line.strip()]
+    if not lines:
+        raise ModelFailure("model", "the model returned an empty question")
+    if len(lines[0]) > ctx.max_query_chars:
+        raise ModelFailure("model", "the model's question is longer than a query may be")
+    return lines[0]
+
+
+def _query_turn(state: EvidentState, turns: int) -> dict[str, Any]:
+    query = state.get("query")
+    asked = query.strip() if isinstance(query, str) else ""
+    return {"standalone_query": asked, "rewrite": Rewrite(asked=asked, standalone_query=asked, turns=turns)}
+
+
+def make_rewrite(models: Models) -> Callable[..., dict[str, Any]]:
+    def rewrite(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
+        ctx = settings(runtime)
+        update: dict[str, Any] = {}
+        with timed("rewrite", update):
+            messages = list(state.get("messages") or [])
+            earlier = sum(1 for m in messages if role_of(m) == "user")
+            if not messages or answered(messages[-1]):  # nothing new in `messages`: a query
+                update.update(_query_turn(state, earlier))
+                return update
+            turns, problem = to_turns(messages)
+            problem = problem or check_turns(
+                [t.role for t in turns], [size_of(m) for m in messages],
+                max_messages=ctx.max_messages, max_chars=ctx.max_conversation_chars,
+            ) or check_query(turns[-1].content, ctx)
+            if problem:
+                asked = turns[-1].content.strip() if turns else ""
+                update.update(query=asked, standalone_query="", messages=refused(messages),
+                              rewrite=Rewrite(asked=asked[: ctx.max_query_chars], problem=problem))
+                return update
+            asked, history = turns[-1].content.strip(), turns[:-1]
+            info = Rewrite(asked=asked, standalone_query=asked, turns=earlier - 1)
+            if history:
+                standalone, by, error = _standalone(models, ctx, asked, history, runtime)
+                if len(standalone) > ctx.max_query_chars:  # the rule's added terms must not break the limit
+                    standalone, by = asked, "none"
+                info = info.model_copy(update={"standalone_query": standalone, "rewritten_by": by,
+                                               "model_error": error})
+            update.update(query=info.standalone_query, standalone_query=info.standalone_query, rewrite=info)
+        return update
+
+    return rewrite
+
+
+def _standalone(models: Models, ctx: EvidentContext, asked: str, history: Sequence[Turn],
+                runtime: Any) -> tuple[str, str, Any]:
+    """(question, rewritten_by, model error or None)."""
+    error = None
+    # A request that will be refused (retrieve ends it) must not cost a model call.
+    if models.enabled(ctx) and not refused_settings(runtime):
+        try:
+            question = rewrite_with_model(models.get(ctx, "generate"), ctx, asked, history)
+            return question, ("model" if question != asked else "none"), None
+        except Exception as exc:  # a model failure degrades the rewrite to the rule, never the query
+            error = describe_failure(exc, ctx).to_error(models.name(ctx), "rewrite", RULE_FALLBACK)
+    question, changed = condense(asked, history)
+    return question, ("rule" if changed else "none"), error
+
+
+rewrite = make_rewrite(DEFAULT_MODELS)

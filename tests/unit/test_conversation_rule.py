@@ -1,0 +1,90 @@
+"""The offline rewrite of a follow-up and the limits of a conversation (evident/conversation/rule.py)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evident.conversation.rule import Turn, check_turns, condense, is_elliptical, overflow, previous_question
+
+EXPENSES = "How many days do I have to submit my expense report after a business trip?"
+
+
+def user(text: str) -> Turn:
+    return Turn(role="user", content=text)
+
+
+def answer(text: str, standalone: str | None = None) -> Turn:
+    return Turn(role="assistant", content=text, standalone=standalone)
+
+
+def test_elliptical_messages_are_recognised() -> None:
+    for message in ["and if I'm a contractor?", "How long does that take?", "What about Seattle?",
+                    "Who approves it?", "how long?", "what is the deadline?", "Same for interns?",
+                    "Where should I keep my laptop then?"]:
+        assert is_elliptical(message), message
+
+
+def test_questions_that_name_their_topic_stand_alone() -> None:
+    for message in [EXPENSES, "What is the VPN?", "What is Ledgerly?",
+                    "Is there a policy that covers remote work abroad?",
+                    "Can I book premium economy for a seven-hour flight?"]:
+        assert not is_elliptical(message), message
+
+
+def test_a_follow_up_gets_the_salient_terms_of_the_previous_question() -> None:
+    question, changed = condense("And if I'm a contractor?", [user(EXPENSES), answer("Within 30 days. [x]")])
+    assert changed
+    assert question == "And if I'm a contractor? (days submit expense report business trip)"
+
+
+def test_a_chain_of_follow_ups_keeps_its_topic_through_the_recorded_standalone_question() -> None:
+    first, _ = condense("and receipts?", [user(EXPENSES), answer("30 days [x]")])
+    history = [user(EXPENSES), answer("30 days [x]"), user("and receipts?"), answer("Itemised. [x]", first)]
+    question, changed = condense("how long does that take?", history)
+    assert changed and question.startswith("how long does that take? (")
+    assert "receipts" in question and "expense" in question
+    # The answers' own text never feeds the rewrite: only questions do.
+    assert "Itemised" not in question and "30" not in question
+
+
+def test_a_standalone_question_or_a_first_question_is_kept_as_asked() -> None:
+    assert condense("  What is the VPN?  ", [user(EXPENSES), answer("30 days")]) == ("What is the VPN?", False)
+    assert condense("how long does that take?", []) == ("how long does that take?", False)
+
+
+def test_the_previous_question_prefers_what_the_answer_recorded() -> None:
+    assert previous_question([user("and receipts?"), answer("x", "and receipts? (expense report)")]) == \
+        "and receipts? (expense report)"
+    # A client's own assistant message records nothing: the user's words are used, condensed in turn.
+    assert previous_question([user("and receipts?"), answer("x")]) == "and receipts?"
+    chain = [user(EXPENSES), answer("30 days"), user("and receipts?"), answer("x")]
+    assert previous_question(chain) == "and receipts? (days submit expense report business trip)"
+    assert previous_question([answer("x")]) is None
+
+
+def test_the_conversation_is_checked() -> None:
+    ok = dict(max_messages=4, max_chars=100)
+    assert check_turns(["user"], [10], **ok) is None
+    assert check_turns(["user", "assistant", "user"], [10, 10, 10], **ok) is None
+    refused = check_turns(["system", "user"], [5, 5], **ok)
+    assert refused is not None and "'system'" in refused and "only user (human) and assistant (ai)" in refused
+    assert "'tool'" in (check_turns(["user", "tool", "user"], [1, 1, 1], **ok) or "")
+    assert "too many messages: 5 (the limit is 4)" in (check_turns(["user"] * 5, [1] * 5, **ok) or "")
+    assert "too long: 101 characters (the limit is 100)" in (check_turns(["user"], [101], **ok) or "")
+    assert "must end with the user's question" in (check_turns(["user", "assistant"], [1, 1], **ok) or "")
+    assert "must end with the user's question" in (check_turns([], [], **ok) or "")
+
+
+@given(st.lists(st.integers(min_value=0, max_value=500), max_size=40), st.integers(2, 12),
+       st.integers(1000, 3000), st.integers(0, 400))
+def test_a_thread_keeps_room_for_one_more_question(sizes: list[int], max_messages: int, max_chars: int,
+                                                   room: int) -> None:
+    drop = overflow(sizes, max_messages=max_messages, max_chars=max_chars, room=room)
+    kept = sizes[drop:]
+    assert 0 <= drop <= max(0, len(sizes) - 2)  # the latest exchange always stays
+    if len(kept) > 2:
+        assert len(kept) + 1 <= max_messages and sum(kept) + room <= max_chars
+    if drop:  # nothing is dropped that did not need to be
+        before = sizes[drop - 1:]
+        assert len(before) + 1 > max_messages or sum(before) + room > max_chars
