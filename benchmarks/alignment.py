@@ -10,15 +10,16 @@ documents built from a vocabulary of a few thousand words (Zipf-distributed, wit
 function words of English), with Markdown headings, bullet lists, tables, curly quotes and
 numbers; and passages of the kinds an extractor really produces:
 
-* verbatim   a window of one to three sentences of the cited document (case and spacing varied);
+* verbatim   one or two sentences of one paragraph of the cited document (case and spacing varied);
+* reformatted  the same with line breaks, Markdown emphasis, upper or lower case (bulk only);
 * drifted    verbatim text of one document cited under the URL of another (citation drift);
-* tail       verbatim text followed by an invented sentence;
+* tail       a real sentence followed by an invented one (partially invented);
 * number     a sentence of the cited document with one number changed ("14 days" for "10 days");
 * ellipsis   one sentence with words in its middle replaced by " … ";
 * invented   fluent text that occurs in no document.
 
 Scenarios: `main` (default 20 documents × 100 KB, 40 passages), `drift` (default 1,000
-documents × 10 KB, 40 passages, a third of them drifted or invented, so the drift search scans
+documents × 10 KB, 40 passages, 40% of them drifted or invented, so the drift search scans
 every document) and `bulk` (5,000 passages over 60 pages of about 8 KB of guidance-like prose:
 eligibility rules, fees, rates and deadlines built from a grammar, so that pages share much of
 their phrasing as real guidance does; a fifth of the passages drifted or invented, the others
@@ -27,7 +28,7 @@ the median wall time of one run (cold: a fresh `IndexCache()` per run, so every 
 is built; warm: the cache reused), passages per second, peak traced memory of one cold run
 (tracemalloc), and the median time of `evident.alignment.reference.align_reference` on the same
 input, with the ratio. Then, per kind of passage, the share of right decisions of both (what
-"right" means for each kind is in `expected_outcome`).
+"right" means for each kind is in `Truth` and `is_right`).
 """
 
 from __future__ import annotations

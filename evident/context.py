@@ -51,7 +51,8 @@ class EvidentContext(BaseModel):
         None, ge=1, description="Output token cap of a model call (default: 1024 to answer, 2048 to extract)."
     )
     context_window: int | None = Field(
-        None, ge=512, description="The model's context window in tokens; extraction batches then fit it with their reply."
+        None, ge=512,
+        description="The model's context window in tokens; extraction batches then fit it with their reply.",
     )
     model_concurrency: int | None = Field(
         None, ge=1, le=64,

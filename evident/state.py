@@ -93,7 +93,8 @@ class EvidentState(TypedDict, total=False):
 # this reset), and `messages` (the thread's conversation, which outlives its queries).
 _PER_QUERY: dict[str, Any] = {
     "mode": "", "documents": [], "retrieved": [], "source_errors": [], "source_runs": [], "model_errors": [],
-    "notes": [], "passages": [], "extractions": [], "extraction_notes": [], "alignment": [], "verified": [], "draft": "",
+    "notes": [], "passages": [], "extractions": [], "extraction_notes": [], "alignment": [], "verified": [],
+    "draft": "",
     "generated_by": "", "removed_sentences": [], "answer": "", "citations": [], "status": "", "error": "",
     "timings_ms": {},
 }

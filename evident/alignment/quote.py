@@ -15,6 +15,7 @@ Stretches are joined into one quote only where they read as one statement in the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from functools import lru_cache
 
 from evident.alignment.models import Substitution
@@ -268,7 +269,15 @@ def build_quote(
                     seg_of.append(si)
     if not pieces:
         return Quote([], [], False)
-    starts = choose_occurrences(pieces)
+    def unlike(k: int, pc: int, c: int) -> int:
+        if seg_of[k] != seg_of[k - 1]:
+            return 0
+        prev, cur = pieces[k - 1], pieces[k]
+        said = " ".join(units.segments[seg_of[k]].tokens[prev.p_last : cur.p_first])
+        there = " ".join(doc.tokens_in(pc + (prev.p_last - prev.p_first), c))
+        return round(100 * (1 - SequenceMatcher(None, said, there).ratio()))
+
+    starts = choose_occurrences(pieces, unlike)
     stretches: list[Stretch] = []
     for si, seg in enumerate(units.segments):
         mine = [(p, s) for p, s, k in zip(pieces, starts, seg_of) if k == si]

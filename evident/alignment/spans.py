@@ -9,6 +9,7 @@ possible. evident/alignment/quote.py turns the chosen pieces into the quote.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from evident.alignment.overlap import PassageUnits, Segment
@@ -109,28 +110,34 @@ def pieces_of_run(doc: DocumentIndex, seg: Segment, run: tuple[int, int], n: int
     return out
 
 
-def choose_occurrences(pieces: list[Piece]) -> list[int]:
-    """Pick one occurrence per piece: in passage order, adjacent where possible, closest."""
+def choose_occurrences(pieces: list[Piece], unlike: Callable[[int, int, int], int] | None = None) -> list[int]:
+    """Pick one occurrence per piece: in passage order, adjacent where possible, closest.
+
+    Among placements equally close, `unlike(k, pc, c)` (piece k at c right after piece k - 1 at
+    pc, with as many words between them as the passage has) breaks the tie: the source's words in
+    that gap most like the passage's win ("375 days" is "365 days" rather than "5 days").
+    """
     if not pieces:
         return []
     # best[k][c] = (cost, back-pointer) of ending piece k at candidate c.
-    prev_cost = [0] * len(pieces[0].candidates)
+    prev_cost: list[tuple[int, int]] = [(0, 0)] * len(pieces[0].candidates)
     backs: list[list[int]] = []
     for k in range(1, len(pieces)):
         prev, cur = pieces[k - 1], pieces[k]
         length = prev.p_last - prev.p_first
         gap_p = cur.p_first - prev.p_last
-        costs: list[int] = []
+        costs: list[tuple[int, int]] = []
         back: list[int] = []
         for c in cur.candidates:
             best, arg = None, 0
             for j, pc in enumerate(prev.candidates):
                 expected = pc + length + gap_p
                 step = abs(c - expected) if c >= pc + length else _OUT_OF_ORDER + (pc - c)
-                total = prev_cost[j] + step
+                tie = unlike(k, pc, c) if unlike is not None and step == 0 and gap_p > 0 else 0
+                total = (prev_cost[j][0] + step, prev_cost[j][1] + tie)
                 if best is None or total < best:
                     best, arg = total, j
-            costs.append(best if best is not None else 0)
+            costs.append(best if best is not None else (0, 0))
             back.append(arg)
         backs.append(back)
         prev_cost = costs

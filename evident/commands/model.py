@@ -27,6 +27,8 @@ SAMPLE_TEXT = (
 )
 SAMPLE_QUERY = "How many days do I have to submit an expense report?"
 CAP_PROBE_TOKENS = 16
+# The sample's replies are short: a small cap keeps a model that does not stop from taking minutes.
+SAMPLE_REPLY_TOKENS = 256
 _PROPS = "/props n_ctx"
 CAP_PROMPT = "Count from 1 to 300, the numbers separated by spaces, and write nothing else."
 
@@ -121,6 +123,8 @@ def _probe_calls(report: ModelReport, ctx: Any) -> None:
     from evident.nodes.generate import generate_with_model
 
     models = Models()
+    ctx = ctx.model_copy(update={"model_max_tokens": min(ctx.model_max_tokens or SAMPLE_REPLY_TOKENS,
+                                                         SAMPLE_REPLY_TOKENS)})
     doc = SourceDocument(url=SAMPLE_URL, title="Expense reports", content=SAMPLE_TEXT, source_type="policy")
     forget_rungs()  # probe from the top of the ladder, whatever an earlier call found
     verified = []

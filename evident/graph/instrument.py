@@ -32,7 +32,7 @@ from langchain_core.tracers.context import register_configure_hook
 from evident.context import ConfigError, EvidentContext
 from evident.llm import Models
 from evident.nodes.common import settings
-from evident.tokens import TokenCounter, make_counter
+from evident.tokens import TokenCounter, extraction_budget, make_counter
 from evident.tracing import summarize
 
 log = logging.getLogger(__name__)
@@ -185,7 +185,8 @@ class _Annotator:
         summary = summarize(
             self.name, update if isinstance(update, Mapping) else None,
             state=state if isinstance(state, Mapping) else None, settings=ctx, model=model, usage=counts,
-            counter=counter, budget=ctx.context_budget_tokens if ctx is not None else None,
+            counter=counter,
+            budget=extraction_budget(ctx, counter) if ctx is not None and counter is not None else None,
         )
         attach_metadata(runs, summary)
 

@@ -105,7 +105,8 @@ def default_retriever(ctx: EvidentContext) -> BaseRetriever:
 
 def check_query(query: Any, ctx: EvidentContext) -> str | None:
     if query is None:
-        return 'the input has no question: give {"query": "your question"} or {"messages": [{"role": "user", "content": "your question"}]}'
+        return ('the input has no query: give {"query": "your question"} '
+                'or {"messages": [{"role": "user", "content": "your question"}]}')
     if not isinstance(query, str):
         return f"the query must be a string, not {type(query).__name__}"
     if not query.strip():

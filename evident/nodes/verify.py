@@ -22,12 +22,17 @@ from evident.support import GeneratedSentenceSupport, content_tokens
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 
-def _uncited_sentences(lines: list[Line], min_tokens: int) -> tuple[list[Unit], list[str]]:
+def _uncited_sentences(lines: list[Line], min_tokens: int, query: str) -> tuple[list[Unit], list[str]]:
     """Split every uncited unit (a run of text with no citation) into its sentences, in place, so
-    that each can be matched to its own passage; returns those sentence units, and the fragments
-    (fewer than `min_tokens` content tokens, e.g. a reply cut off by its token cap) taken out."""
+    that each can be matched to its own passage; returns those sentence units, and what was taken
+    out as no claim at all: fragments (fewer than `min_tokens` content tokens, e.g. a reply cut off
+    by its token cap), questions and text whose every content word is the question's (a weak model
+    restates the user's question, whose words are all in the passage), and repeats of a sentence
+    already kept."""
     out: list[Unit] = []
     fragments: list[str] = []
+    seen: set[str] = set()
+    asked = set(content_tokens(query))
     for line in lines:
         units: list[Unit] = []
         for u in line.units:
@@ -35,10 +40,13 @@ def _uncited_sentences(lines: list[Line], min_tokens: int) -> tuple[list[Unit], 
                 units.append(u)
                 continue
             for text in (t.strip() for t in _SENTENCE_END.split(u.text)):
-                if len(content_tokens(text)) < min_tokens:
+                key = " ".join(text.casefold().split())
+                mine = content_tokens(text)
+                if len(mine) < min_tokens or text.endswith("?") or set(mine) <= asked or key in seen:
                     if text:
                         fragments.append(text)
                     continue
+                seen.add(key)
                 units.append(Unit(text))
                 out.append(units[-1])
         line.units = units
@@ -53,7 +61,8 @@ def verify(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
         model_written = state.get("generated_by") == "model"
         known = known_ids(state.get("verified") or [], state.get("documents") or [])
         parsed = parse_answer(state.get("draft") or "", known)
-        uncited, fragments = _uncited_sentences(parsed, ctx.min_evidence_tokens) if model_written else ([], [])
+        uncited, fragments = (_uncited_sentences(parsed, ctx.min_evidence_tokens, state["query"]) if model_written
+                              else ([], []))
         lines, removed = check_answer(
             parsed, state.get("verified") or [],
             n=ctx.ngram_n, threshold=ctx.threshold, unsupported=ctx.unsupported,

@@ -225,7 +225,8 @@ def _unrepeated(sentences: list[_Sentence]) -> list[_Sentence]:
 
 
 def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
-    """At most MAX_SENTENCES, preferring those that share query terms, kept in source order."""
+    """Usually MAX_SENTENCES (up to MAX_LONG_SENTENCES, see there), preferring those that share query
+    terms, kept in source order."""
     weights = query_weights(query)
     for s in sentences:
         present = set(unit_terms(s.text))

@@ -78,7 +78,6 @@ class _Window:
     coverage: float
     good: bool
     matched: int
-    head: int = -1
 
 
 @dataclass(frozen=True)
@@ -369,18 +368,10 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[_Scorer, 
             context = terms | scorer.titles[d][0]
         else:
             context = terms
-        head = first
-        top = units[d][first]
-        if (not windows and top.depth == 1 and top.section >= 0 and top.section not in used[d]
-                and units[d][top.section].kind == "prose"
-                and scorer.matched(units[d][top.section].terms) > 0):
-            hu = units[d][top.section]
-            head = top.section
-            used[d].add(head)
         windows.append(
             _Window(
                 d, first, last, score, scorer.coverage(context, d), scorer.good(terms),
-                sum(1 for t in scorer.weights if t in terms), head,
+                sum(1 for t in scorer.weights if t in terms),
             )
         )
     windows.sort(key=lambda w: (-w.score, w.doc, w.first))
@@ -439,6 +430,6 @@ def extract_passages(
             continue
         per_doc[w.doc] = per_doc.get(w.doc, 0) + 1
         doc = documents[w.doc]
-        start, end = units[w.doc][min(w.first, w.head) if w.head >= 0 else w.first].start, units[w.doc][w.last].end
+        start, end = units[w.doc][w.first].start, units[w.doc][w.last].end
         passages.append(Passage(passage_id=f"p{len(passages) + 1}", url=doc.url, content=doc.content[start:end]))
     return passages

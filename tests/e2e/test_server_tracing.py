@@ -69,7 +69,7 @@ def test_served_runs_are_traced_by_environment_with_summaries_and_no_hidden_docu
     assert "denied" not in retrieve["sources"][0]
     assert "acl_dropped" not in output and all(r["denied"] == 0 for r in output["source_runs"])
     align = metadata(runs["align"])
-    assert align["passages"] == sum(align[a] for a in ("kept", "truncated", "relinked", "dropped"))
+    assert align["passages"] == sum(align[a] for a in ("kept", "corrected", "truncated", "relinked", "dropped"))
     assert all("overlap" in d and "spans" in d for d in align["decisions"])
     assert metadata(runs["postprocess"])["status"] in {"answered", "insufficient"}
 

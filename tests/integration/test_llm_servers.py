@@ -5,6 +5,10 @@ that forgets citations or copies the prompt's example, and passages that are onl
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
@@ -15,6 +19,7 @@ from evident.graph import build_graph
 from evident.llm import reply_cap
 from evident.prompts.extraction import EXTRACTION_SYSTEM, EXTRACTION_USER
 from evident.tokens import approx_counter, extraction_budget
+from evident.tracing import summarize
 from tests.support.llm import (
     EXPENSES,
     TRAVEL,
@@ -26,7 +31,7 @@ from tests.support.llm import (
     retriever,
     server,
 )
-from tests.support.openai_server import OpenAIServer, Reply
+from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
 
 __all__ = ["server"]
 
@@ -54,11 +59,18 @@ def test_a_json_schema_500_moves_to_json_mode_at_once_and_the_rung_is_remembered
         (note,) = first["extraction_notes"]
         assert "json_schema rejected by the server" in note and "read with json_mode" in note
         assert "Input should be 'text' or 'json_object'" in note and "File" not in note and "POST" not in note
-        assert [b.rung for b in first.get("extractions") or []] in ([], ["json_mode"])
         check_grounded(first)
 
-        second = ask(server)
+        g = build_graph(retriever=retriever(TRAVEL, EXPENSES))
+        batches = [b for update in g.stream({"query": QUERY}, context=llm_context(server), stream_mode="updates")
+                   for b in (update.get("extract_batch") or {}).get("extractions") or []]
+        assert [b.rung for b in batches] == ["json_mode"]
+        # ... and in the trace metadata of the step.
+        assert summarize("extract_batch", {"extractions": batches})["rung"] == "json_mode"
         assert shapes(server)[2:] == ["json_object"]  # the next query starts on the rung that worked
+
+        second = ask(server)
+        assert shapes(server)[2:] == ["json_object", "json_object"]
         assert second["extraction_notes"] == ["read with json_mode"]
 
 
@@ -139,6 +151,19 @@ def test_an_uncited_model_answer_is_salvaged_sentence_by_sentence(server: OpenAI
     check_grounded(out)
 
 
+def test_a_restated_question_and_repeats_are_not_salvaged(server: OpenAIServer) -> None:
+    question = "How early must employees book flights through the TravelDesk portal?"
+    server.script(extract=[passages_reply((TRAVEL, BOOKING))],
+                  generate=[Reply(content=f"{question} {BOOKING}\n{BOOKING}\n{question}\n"
+                                          "Employees must book flights through the TravelDesk portal")])
+    out = ask(server, query=question)
+    assert out["answer"] == f"{BOOKING} [{TRAVEL}]"
+    # The last line restates the question (cut where a weak model broke its line): no claim either.
+    assert out["removed_sentences"] == [question, BOOKING, question,
+                                        "Employees must book flights through the TravelDesk portal"]
+    assert "5 sentence(s)" in out["model_errors"][0].message and "1 re-cited" in out["model_errors"][0].message
+
+
 def test_passages_copied_from_the_prompts_example_are_dropped(server: OpenAIServer) -> None:
     example = {"passage_id": "1", "url": "[example-doc]", "content": "<a passage copied exactly from that document>"}
     real = {"passage_id": "2", "url": TRAVEL, "content": BOOKING}
@@ -177,3 +202,27 @@ def test_only_headings_verified_means_no_generation_call(server: OpenAIServer) -
     out = ask(server)
     assert not out["verified"] and not server.of_kind("generate")
     assert out["status"] == "insufficient"
+
+
+def test_ask_stream_says_when_the_composer_wrote_the_answer(server: OpenAIServer, examples: Path,
+                                                            tmp_path: Path) -> None:
+    echo = echo_responder()
+
+    def respond(request: ChatRequest) -> Reply:
+        if request.kind == "extract":
+            return echo(request)
+        return Reply(content="Penguins cannot fly, so they walk to the office.")  # nothing supports it
+
+    server.respond_with(respond)
+    env = {**os.environ, "EVIDENT_MODEL": "cli-model", "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "k",
+           "EVIDENT_INDEX_DIR": str(tmp_path)}
+    env.pop("EVIDENT_CONFIG", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "evident.cli", "ask", "How many days do I have to submit an expense report?",
+         "--corpus", str(examples), "--stream"],
+        capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Penguins" in proc.stdout.split("\n")[0]  # the streamed draft
+    assert "the model's draft was not used" in proc.stderr and "verify changed the draft" not in proc.stderr
+    assert "Penguins" not in proc.stdout.split("\n", 1)[1]  # the answer printed after it is the composer's

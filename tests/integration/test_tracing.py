@@ -119,10 +119,10 @@ def test_every_node_is_a_run_with_its_summary_and_no_hidden_document(langsmith_a
     assert extract["passages"] >= 1 and set(extract["passages_by_url"]) == {"https://hr.example/bonus"}
 
     align = metadata(runs["align"])
-    assert align["passages"] == align["kept"] + align["truncated"] + align["relinked"] + align["dropped"]
+    assert align["passages"] == sum(align[a] for a in ("kept", "corrected", "truncated", "relinked", "dropped"))
     assert (align["ngram_n"], align["threshold"]) == (5, 0.7)
     for decision in align["decisions"]:
-        assert decision["action"] in {"kept", "truncated", "relinked", "dropped"}
+        assert decision["action"] in {"kept", "corrected", "truncated", "relinked", "dropped"}
         assert 0.0 <= decision["overlap"] <= 1.0 and decision["url"] == "https://hr.example/bonus"
         assert all(0 <= s < e for s, e in decision["spans"])
 

@@ -8,6 +8,7 @@ this folder unless it is named on the command line.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -22,6 +23,10 @@ SCRIPT = ROOT / "scripts" / "real-model.sh"
 MODEL = "gemma3-270m"
 CONTEXT_WINDOW = 8192
 STARTUP_S = 180.0
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the fixture's `finally`, which stops the server
 
 
 def _free_port() -> int:
@@ -42,6 +47,7 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc = subprocess.Popen(["bash", str(SCRIPT), "serve"], stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
     base_url = f"http://127.0.0.1:{port}/v1"
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)  # `timeout` or a CI stop must not orphan it
     try:
         deadline = time.monotonic() + STARTUP_S
         while True:
@@ -57,7 +63,8 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(1)
         yield base_url
     finally:
-        proc.terminate()
+        signal.signal(signal.SIGTERM, previous)
+        proc.terminate()  # uvicorn waits for a running generation: give it a moment, then kill
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:

@@ -30,7 +30,7 @@ COUNT = int(os.environ.get("EVIDENT_REAL_MODEL_QUESTIONS", "3"))
 # What `evident model check` recommends for this server (llama-cpp-python reports no slots: one at a time).
 SETTINGS: dict[str, Any] = dict(
     model=MODEL, api_key_env="EVIDENT_REAL_MODEL_NO_KEY", model_timeout_s=600.0, model_concurrency=1,
-    context_window=CONTEXT_WINDOW, model_max_tokens=512, top_n=2,
+    context_window=CONTEXT_WINDOW, model_max_tokens=384, top_n=2,
 )
 STATUSES = {"answered", "insufficient", "degraded"}
 
