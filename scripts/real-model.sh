@@ -23,6 +23,10 @@ install() {
   if ! "$VENV/bin/python" -c 'import llama_cpp.server' 2>/dev/null; then
     # Compiling llama.cpp takes the machine's cores for a quarter of an hour: stay out of other work's way.
     echo "real-model: building llama-cpp-python[server] (slow, once)" >&2
+    if ! command -v g++ >/dev/null 2>&1; then  # cmake and ninja come from PyPI; the compiler does not
+      if [[ $(id -u) -ne 0 ]]; then echo "real-model: a C++ compiler is needed (apt-get install g++)" >&2; exit 1; fi
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++ >/dev/null
+    fi
     CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
       nice -n 15 "$VENV/bin/python" -m pip install --quiet "llama-cpp-python[server]"
   fi

@@ -3,7 +3,8 @@
 A model answer is salvaged, not discarded, when some of its sentences carry no citation (small
 models often forget them): each such sentence gets the verified passage that supports it by the
 same measure, what nothing supports is removed, and only when nothing is left does the offline
-composer answer. `model_errors` says how many sentences were re-cited or removed.
+composer answer. When the draft cited nothing at all, `model_errors` says how many sentences were
+re-cited or removed.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def verify(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
         model_written = state.get("generated_by") == "model"
         known = known_ids(state.get("verified") or [], state.get("documents") or [])
         parsed = parse_answer(state.get("draft") or "", known)
+        cited_nothing = not any(u.urls for u in units_of(parsed))
         uncited, fragments = (_uncited_sentences(parsed, ctx.min_evidence_tokens, state["query"]) if model_written
                               else ([], []))
         lines, removed = check_answer(
@@ -82,7 +84,9 @@ def verify(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
                 message="verify: no sentence of the model's answer is supported by the verified passages; "
                 "used the offline composer",
             )]
-        elif uncited or fragments:
+        elif (uncited or fragments) and cited_nothing:
+            # A draft that ignored the citation format (once a generate failure) says what was salvaged;
+            # a cited draft's stray uncited sentence is repaired or removed as always.
             recited = sum(1 for u in uncited if u.urls and not u.flagged)
             update["model_errors"] = [SourceError(
                 source=ctx.model or "model", kind="model",
