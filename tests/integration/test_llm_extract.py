@@ -12,6 +12,8 @@ from typing import Any
 from evident.graph import build_graph
 from evident.models import INSUFFICIENT_ANSWER
 from tests.support.llm import (
+    BOOKING,
+    BUSINESS,
     EXPENSES,
     REMOTE,
     TRAVEL,
@@ -25,8 +27,6 @@ from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
 
 __all__ = ["server"]  # the fixture
 
-BOOKING = "Employees must book flights through the TravelDesk portal at least 14 days before departure."
-BUSINESS = "Business class is allowed only for flights longer than 8 hours."
 DEADLINE = "Expense reports must be submitted in Ledgerly within 30 days of the trip's end date."
 REMOTE_DAYS = "Remote work is allowed up to three days per week."
 

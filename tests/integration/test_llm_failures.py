@@ -18,6 +18,7 @@ from evident.context import EvidentContext
 from evident.graph import build_graph
 from evident.models import INSUFFICIENT_ANSWER
 from tests.support.llm import (
+    BOOKING,
     EXPENSES,
     TRAVEL,
     check_grounded,
@@ -31,7 +32,6 @@ from tests.support.openai_server import OpenAIServer, Reply
 
 __all__ = ["server"]
 
-BOOKING = "Employees must book flights through the TravelDesk portal at least 14 days before departure."
 QUERY = "How early must employees book flights through the TravelDesk portal?"
 
 

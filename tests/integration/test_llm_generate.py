@@ -12,6 +12,8 @@ from evident.answer import PREFACE
 from evident.context import EvidentContext
 from evident.graph import build_graph
 from tests.support.llm import (
+    BOOKING,
+    BUSINESS,
     EXPENSES,
     REMOTE,
     TRAVEL,
@@ -26,8 +28,6 @@ from tests.support.openai_server import OpenAIServer, Reply
 
 __all__ = ["server"]
 
-BOOKING = "Employees must book flights through the TravelDesk portal at least 14 days before departure."
-BUSINESS = "Business class is allowed only for flights longer than 8 hours."
 REMOTE_DAYS = "Remote work is allowed up to three days per week."
 
 

@@ -21,6 +21,8 @@ from evident.prompts.extraction import EXTRACTION_SYSTEM, EXTRACTION_USER
 from evident.tokens import approx_counter, extraction_budget
 from evident.tracing import summarize
 from tests.support.llm import (
+    BOOKING,
+    BUSINESS,
     EXPENSES,
     TRAVEL,
     ListRetriever,
@@ -35,8 +37,6 @@ from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
 
 __all__ = ["server"]
 
-BOOKING = "Employees must book flights through the TravelDesk portal at least 14 days before departure."
-BUSINESS = "Business class is allowed only for flights longer than 8 hours."
 QUERY = "How early must employees book flights through the TravelDesk portal?"
 
 

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessageChunk
 from evident.context import EvidentContext
 from evident.graph import build_graph
 from tests.support.llm import (
+    BOOKING,
     CORPUS,
     EXPENSES,
     TRAVEL,
@@ -27,7 +28,6 @@ from tests.support.openai_server import OpenAIServer, Reply
 
 __all__ = ["server"]
 
-BOOKING = "Employees must book flights through the TravelDesk portal at least 14 days before departure."
 UNSUPPORTED = "Directors can always fly first class."
 DRAFT = f"{BOOKING} [{TRAVEL}]\n{UNSUPPORTED} [{TRAVEL}]"
 LLM_PATH = ["rewrite", "retrieve", "extract_batch", "extract", "align", "generate", "verify", "postprocess"]

@@ -23,6 +23,8 @@ from evident.context import EvidentContext
 from evident.graph import build_graph, instrument
 from tests.support.langsmith_server import LangSmithServer, metadata
 from tests.support.llm import (
+    BOOKING,
+    BUSINESS,
     EXPENSES,
     REMOTE,
     TRAVEL,
@@ -162,8 +164,6 @@ def test_the_short_circuit_is_traced_as_insufficient(langsmith_api: LangSmithSer
 
 # -- LLM mode: the model's steps, their tokens and every alignment decision ----------------------------
 
-BOOKING = "Employees must book flights through the TravelDesk portal at least 14 days before departure."
-BUSINESS = "Business class is allowed only for flights longer than 8 hours."
 DUE = "Expense reports must be submitted in Ledgerly within 30 days of the trip's end date."
 
 

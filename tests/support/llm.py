@@ -52,6 +52,10 @@ class ListRetriever(BaseRetriever):
         return self.docs
 
 
+# Sentences of the travel policy that several LLM-path tests quote.
+BOOKING = "Employees must book flights through the TravelDesk portal at least 14 days before departure."
+BUSINESS = "Business class is allowed only for flights longer than 8 hours."
+
 def documents(*urls: str) -> list[Document]:
     return [
         Document(page_content=CORPUS[u][2], metadata={"url": u, "title": CORPUS[u][0], "source_type": CORPUS[u][1]})
