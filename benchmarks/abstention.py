@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"abstention: {args.data}/questions.jsonl not found (give --data)", file=sys.stderr)
         return 2
 
-    from evident.connectors.index import LocalIndex
+    from evident.connectors.index.embedded import LocalIndex
     from evident.context import EvidentContext
     from evident.offline.extractor import MIN_COVERAGE, address_score
 

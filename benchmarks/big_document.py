@@ -91,8 +91,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=3, help="questions asked (at most %d)" % len(FACTS))
     args = parser.parse_args()
 
-    from evident.connectors.index import LocalIndex
-    from evident.connectors.loaders import MB, CorpusLimits
+    from evident.connectors.index.embedded import LocalIndex
+    from evident.connectors.index.loaders import MB, CorpusLimits
 
     print(describe())
     with tempfile.TemporaryDirectory() as tmp:

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show-misses", action="store_true", help="list follow-ups whose answer cites no gold page")
     args = ap.parse_args(argv)
 
-    from evident.connectors.local import LocalCorpusRetriever
+    from evident.connectors.index.retriever import LocalCorpusRetriever
     from evident.context import EvidentContext
     from evident.graph import build_graph
 

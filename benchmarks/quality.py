@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="list questions whose answer missed, and answers with an off-topic sentence")
     args = ap.parse_args(argv)
 
-    from evident.connectors.local import LocalCorpusRetriever
+    from evident.connectors.index.retriever import LocalCorpusRetriever
     from evident.context import EvidentContext
     from evident.graph import build_graph
     from evident.models import INSUFFICIENT_ANSWER

@@ -54,7 +54,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def generate(count: int, path: Path, seed: int = 7) -> int:
     """`count` documents derived from the example corpus into a JSONL file; returns its size in bytes."""
-    from evident.connectors.loaders import load_corpus
+    from evident.connectors.index.loaders import load_corpus
 
     rng = random.Random(seed)
     bases = [d for d in load_corpus(ROOT / "examples" / "corpus", on_skip=lambda *_: None)]
@@ -84,8 +84,8 @@ def index_size(path: Path) -> int:
 
 
 def bench_index(count: int, queries: list[str], rounds: int, workdir: Path) -> dict[str, Any]:
-    from evident.connectors.index import LocalIndex
-    from evident.connectors.local import LocalCorpusRetriever
+    from evident.connectors.index.embedded import LocalIndex
+    from evident.connectors.index.retriever import LocalCorpusRetriever
 
     corpus = workdir / f"corpus-{count}.jsonl"
     corpus_bytes = generate(count, corpus)

@@ -13,7 +13,7 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import NotRequired, Required, TypedDict
 
-from evident.llm_output import BatchExtraction, merge_extractions
+from evident.llm.replies import BatchExtraction, merge_extractions
 from evident.models import (
     AlignmentDecision,
     Citation,

@@ -15,7 +15,7 @@ _HEADING_LINE = re.compile(r"^\s*(#{1,6}\s.*|[=\-]{3,}|\*\*[^*]+\*\*:?|__[^_]+__
 
 
 def _content_tokens(text: str) -> list[str]:
-    from evident.support import content_tokens  # the measure verify uses: one notion of "content word"
+    from evident.citations.support import content_tokens  # the measure verify uses: one notion of "content word"
 
     return content_tokens(text)
 

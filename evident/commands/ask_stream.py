@@ -2,7 +2,7 @@
 
 The graph is streamed with `stream_mode=["updates", "messages", "values"]`:
 
-- "updates": one line per finished step, from the same summaries the traces carry (evident/tracing.py);
+- "updates": one line per finished step, from the same summaries the traces carry (evident/graph/tracing.py);
 - "messages": the tokens of the generation call (LLM mode only: extraction calls are tagged
   `nostream`, and offline mode has no model, so no tokens: its answer is printed when it is final);
 - "values": the state each step read (for its summary) and, at the end, the final state.
@@ -21,11 +21,11 @@ from typing import Any
 
 from evident.commands.ask import ERROR_EXIT, citations_table, result_json
 from evident.commands.common import print_json, safe_text
-from evident.tracing import describe, summarize
+from evident.graph.tracing import describe, summarize
 
 
 def _token_text(message: Any) -> str:
-    from evident.llm import text_of
+    from evident.llm.models import text_of
 
     return text_of(message)
 

@@ -94,10 +94,10 @@ def run_index(config: Path, only: list[str], json_out: bool) -> int:
     """Refresh the index of every local, docs and loader source in `config` (or of the ones named in `only`)."""
     from evident.connectors.config import DocsSettings, LocalSettings, crawl_settings, docs_index_path, parse_settings
     from evident.connectors.config import LoaderSettings, build_loader, loader_index_path
-    from evident.connectors.docs_index import refresh_docs_index
-    from evident.connectors.loader_source import LoaderMapping, refresh_loader_index
-    from evident.connectors.index import IndexFileError, LocalIndex, default_index_path
-    from evident.connectors.loaders import CorpusError, CorpusLimits
+    from evident.connectors.remote.docs_index import refresh_docs_index
+    from evident.connectors.index.loader_source import LoaderMapping, refresh_loader_index
+    from evident.connectors.index.embedded import IndexFileError, LocalIndex, default_index_path
+    from evident.connectors.index.loaders import CorpusError, CorpusLimits
     from evident.connectors.source import SourceConfigError, SourceFailure
 
     ctx = _context(config)

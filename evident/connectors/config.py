@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from evident.acl import AclError, DefaultAcl, parse_acl
-from evident.connectors.http import check_base_url, read_secret
+from evident.connectors.acl import AclError, DefaultAcl, parse_acl
+from evident.connectors.remote.http import check_base_url, read_secret
 from evident.connectors.source import Source, SourceConfigError
 from evident.models import SourceError
 
@@ -192,9 +192,9 @@ def _secret(settings: SourceSettings, env: str | None, what: str, secrets: list[
 
 
 def _local(settings: SourceSettings, k: int, timeout: float, secrets: list[SecretStr]) -> BaseRetriever:
-    from evident.connectors.index import IndexFileError
-    from evident.connectors.loaders import CorpusError, CorpusLimits
-    from evident.connectors.local import LocalCorpusRetriever
+    from evident.connectors.index.embedded import IndexFileError
+    from evident.connectors.index.loaders import CorpusError, CorpusLimits
+    from evident.connectors.index.retriever import LocalCorpusRetriever
 
     assert isinstance(settings, LocalSettings)
     paths = [settings.path(p) for p in settings.paths]
@@ -221,7 +221,7 @@ _local_cache: dict[tuple[Any, ...], BaseRetriever] = {}
 
 
 def _mediawiki(settings: SourceSettings, k: int, timeout: float, secrets: list[SecretStr]) -> BaseRetriever:
-    from evident.connectors.mediawiki import MediaWikiRetriever
+    from evident.connectors.remote.mediawiki import MediaWikiRetriever
 
     assert isinstance(settings, MediaWikiSettings)
     url = check_base_url(settings.name, settings.url, "url")
@@ -240,7 +240,7 @@ def _mediawiki(settings: SourceSettings, k: int, timeout: float, secrets: list[S
 
 
 def _confluence(settings: SourceSettings, k: int, timeout: float, secrets: list[SecretStr]) -> BaseRetriever:
-    from evident.connectors.confluence import ConfluenceRetriever
+    from evident.connectors.remote.confluence import ConfluenceRetriever
 
     assert isinstance(settings, ConfluenceSettings)
     url = check_base_url(settings.name, settings.url, "url")
@@ -281,7 +281,7 @@ def gateway_base(url: str) -> str | None:
 
 
 def crawl_settings(settings: DocsSettings) -> Any:
-    from evident.connectors.docs_site import CrawlSettings
+    from evident.connectors.remote.docs_site import CrawlSettings
 
     sitemaps = [settings.sitemap] if isinstance(settings.sitemap, str) else list(settings.sitemap or [])
     if not sitemaps and not settings.start_urls:
@@ -297,7 +297,7 @@ def crawl_settings(settings: DocsSettings) -> Any:
 
 
 def docs_index_path(settings: DocsSettings) -> Path:
-    from evident.connectors.docs_index import default_docs_index
+    from evident.connectors.remote.docs_index import default_docs_index
 
     if settings.index_path:
         return settings.path(settings.index_path)
@@ -310,7 +310,7 @@ def _docs(settings: SourceSettings, k: int, timeout: float, secrets: list[Secret
 
 
 def loader_index_path(settings: LoaderSettings) -> Path:
-    from evident.connectors.docs_index import default_source_index
+    from evident.connectors.remote.docs_index import default_source_index
 
     if settings.index_path:
         return settings.path(settings.index_path)
@@ -324,7 +324,7 @@ def _loader(settings: SourceSettings, k: int, timeout: float, secrets: list[Secr
 
 
 def _indexed(settings: SourceSettings, index: Path, k: int, problem: str) -> BaseRetriever:
-    from evident.connectors.local import LocalCorpusRetriever
+    from evident.connectors.index.retriever import LocalCorpusRetriever
 
     if not index.exists():
         raise SourceConfigError(settings.name, f"{problem} ({index} does not exist): "

@@ -35,7 +35,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, Field, model_validator
 
-from evident.acl import PrincipalError, coerce_principal
+from evident.connectors.acl import PrincipalError, coerce_principal
 from evident.connectors.base import to_langchain_document
 from evident.connectors.source import (
     AccessReport,

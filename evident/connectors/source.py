@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from evident.acl import DefaultAcl
+from evident.connectors.acl import DefaultAcl
 
 
 class SourceConfigError(ValueError):
@@ -76,7 +76,7 @@ class Source(BaseModel):
     timeout_s: float = Field(10.0, gt=0, description="Per-query deadline; a slower source is skipped.")
     weight: float = Field(1.0, gt=0, description="Multiplies this source's reciprocal-rank-fusion scores.")
     default_acl: DefaultAcl = Field("public", description="Visibility of documents without an acl.")
-    acl: Any = Field(None, description="ACL for documents of this source that carry none (see evident.acl).")
+    acl: Any = Field(None, description="ACL for documents of this source that carry none (see evident.connectors.acl).")
     secrets: list[SecretStr] = Field(
         default_factory=list, repr=False, description="Values never to show in an error message."
     )

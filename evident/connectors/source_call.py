@@ -14,10 +14,10 @@ from langchain_core.documents import Document
 from langsmith import tracing_context
 from pydantic import ValidationError
 
-from evident.acl import filter_documents
+from evident.connectors.acl import filter_documents
 from evident.connectors.base import to_source_document
-from evident.connectors.http import one_line
-from evident.connectors.loaders import LOCAL_SOURCE
+from evident.connectors.remote.http import one_line
+from evident.connectors.index.loaders import LOCAL_SOURCE
 from evident.connectors.source import AccessReport, Source, SourceConfigError, SourceFailure, accepts_principal
 from evident.models import Principal, SourceDocument, SourceError
 

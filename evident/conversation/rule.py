@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from evident.lexicon import STOPWORDS, content_terms
+from evident.alignment.lexicon import STOPWORDS, content_terms
 
 Role = Literal["user", "assistant"]
 

@@ -34,13 +34,13 @@ def parse_label(text: str) -> str:
 
 class Judge:
     def __init__(self, ctx: EvidentContext, chat_model: object = None) -> None:
-        from evident.llm import Models
+        from evident.llm.models import Models
 
         self.ctx = ctx
         self.models = Models(chat_model)
 
     def __call__(self, record: MethodRecord, documents: dict[str, str]) -> list[str]:
-        from evident.llm import call_with_retries, text_of
+        from evident.llm.models import call_with_retries, text_of
         from evident.prompts.judge import JUDGE_PROMPT
 
         by_key = {url_key(u): t for u, t in documents.items()}

@@ -97,7 +97,7 @@ class BaselineMethod:
     """One of the paper's prompting baselines: all documents in, a reference-numbered answer out."""
 
     def __init__(self, name: str, ctx: EvidentContext, chat_model: Any = None) -> None:
-        from evident.llm import Models
+        from evident.llm.models import Models
 
         self.name = name
         self.ctx = ctx
@@ -106,7 +106,7 @@ class BaselineMethod:
     def __call__(self, key: str, query_id: str, query: str, docs: list[SourceDocument]) -> MethodRecord:
         import time
 
-        from evident.llm import call_with_retries, describe_failure, text_of
+        from evident.llm.models import call_with_retries, describe_failure, text_of
         from evident.prompts import BASELINE_PROMPTS, render_numbered_documents
 
         messages = BASELINE_PROMPTS[self.name].format_messages(documents=render_numbered_documents(docs), query=query)

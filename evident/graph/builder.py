@@ -27,7 +27,7 @@ from langgraph.graph import END, START, StateGraph
 
 from evident.context import ContextWithDefaults, file_defaults
 from evident.graph.instrument import instrumented
-from evident.llm import DEFAULT_MODELS, Models
+from evident.llm.models import DEFAULT_MODELS, Models
 from evident.nodes.align import align, route_after_align
 from evident.nodes.extract import make_extract_nodes
 from evident.nodes.generate import make_generate
@@ -37,7 +37,7 @@ from evident.nodes.retrieve import RetrieverFactory, make_retrieve
 from evident.nodes.rewrite import make_rewrite
 from evident.nodes.verify import verify
 from evident.state import EvidentState, InputState
-from evident.tokens import TokenCounter
+from evident.llm.batching import TokenCounter
 
 MAX_PARALLEL_TASKS = 32
 
@@ -60,7 +60,7 @@ def build_graph(
     extraction and generation calls; by default a `ChatOpenAI` is built from the run's settings
     (`EvidentContext.model`, `base_url`, the API key) when one is configured.
     `token_counter`: a callable `str -> int` (the model's own tokenizer) for the context budget;
-    by default `EvidentContext.token_counter` chooses (evident/tokens.py).
+    by default `EvidentContext.token_counter` chooses (evident/llm/batching.py).
     `checkpointer`: a LangGraph checkpointer (e.g. `InMemorySaver()`) to keep threads; every query
     on a thread starts from a clean per-query state (evident/state.py `start_of_query`) and the
     thread keeps the conversation (`messages`), so a follow-up can refer to earlier turns.

@@ -2,7 +2,7 @@
 
 LangGraph already traces every node as its own run, named after the node. `instrument` wraps a
 node so that, when a tracer is listening (LangSmith with `LANGSMITH_TRACING=true` and a key, a
-`RunCollectorCallbackHandler`, ...), the summary of `evident.tracing` is merged into the metadata of
+`RunCollectorCallbackHandler`, ...), the summary of `evident.graph.tracing` is merged into the metadata of
 that run just before it ends, and the model tokens its calls used are counted. With no tracer the
 wrapper calls the node and returns: no summary is computed, nothing is counted.
 
@@ -30,10 +30,10 @@ from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.context import register_configure_hook
 
 from evident.context import ConfigError, EvidentContext
-from evident.llm import Models
+from evident.llm.models import Models
 from evident.nodes.common import settings
-from evident.tokens import TokenCounter, extraction_budget, make_counter
-from evident.tracing import summarize
+from evident.llm.batching import TokenCounter, extraction_budget, make_counter
+from evident.graph.tracing import summarize
 
 log = logging.getLogger(__name__)
 

@@ -18,14 +18,14 @@ from langgraph.types import Send
 from evident.alignment import nfkc_casefold
 from evident.alignment.models import Passage, SourceDocument
 from evident.context import EvidentContext
-from evident.extraction import extract_with_model
-from evident.llm import DEFAULT_MODELS, ModelFailure, Models, describe_failure
-from evident.llm_output import BatchExtraction
+from evident.llm.extraction import extract_with_model
+from evident.llm.models import DEFAULT_MODELS, ModelFailure, Models, describe_failure
+from evident.llm.replies import BatchExtraction
 from evident.nodes.common import settings, timed
 from evident.offline.extractor import extract_passages
 from evident.prompts.render import render_document
 from evident.state import EvidentState
-from evident.tokens import TokenCounter, extraction_budget, make_counter, plan_batches
+from evident.llm.batching import TokenCounter, extraction_budget, make_counter, plan_batches
 
 OFFLINE_FALLBACK = "used the offline extractor"
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from evident.llm import (
+from evident.llm.models import (
     DEFAULT_MODELS,
     ModelFailure,
     Models,

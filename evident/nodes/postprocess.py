@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from evident.answer import apply_glossary, known_ids, parse_answer, render_answer, resolve_citation, units_of
+from evident.citations.answer import apply_glossary, known_ids, parse_answer, render_answer, resolve_citation, units_of
 from evident.conversation.messages import conclude
 from evident.models import INSUFFICIENT_ANSWER
 from evident.nodes.common import settings, timed
 from evident.state import EvidentState
-from evident.support import GeneratedSentenceSupport
+from evident.citations.support import GeneratedSentenceSupport
 
 
 def postprocess(state: EvidentState, runtime: Any = None) -> dict[str, Any]:

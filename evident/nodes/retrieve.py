@@ -26,7 +26,7 @@ from typing import Any
 
 from langchain_core.retrievers import BaseRetriever
 
-from evident.acl import PrincipalError, coerce_principal
+from evident.connectors.acl import PrincipalError, coerce_principal
 from evident.connectors.federated import FederatedResult, FederatedRetriever
 from evident.context import ConfigError, EvidentContext
 from evident.models import Principal, RetrievedRef, SourceError
@@ -48,9 +48,9 @@ _federated_cache: dict[str, FederatedRetriever] = {}
 
 def local_retriever(ctx: EvidentContext) -> BaseRetriever:
     """The embedded default: the local corpus index, built or refreshed once per process."""
-    from evident.connectors.index import LocalIndex
-    from evident.connectors.loaders import CorpusLimits
-    from evident.connectors.local import LocalCorpusRetriever
+    from evident.connectors.index.embedded import LocalIndex
+    from evident.connectors.index.loaders import CorpusLimits
+    from evident.connectors.index.retriever import LocalCorpusRetriever
 
     paths = ctx.corpus_paths()
     if not paths:

@@ -22,7 +22,7 @@ from typing import Any
 from evident.context import EvidentContext
 from evident.conversation.messages import answered, refused, role_of, size_of, to_turns
 from evident.conversation.rule import Turn, check_turns, condense
-from evident.llm import DEFAULT_MODELS, ModelFailure, Models, call_with_retries, describe_failure, refusal_of, text_of
+from evident.llm.models import DEFAULT_MODELS, ModelFailure, Models, call_with_retries, describe_failure, refusal_of, text_of
 from evident.models import Rewrite
 from evident.nodes.common import refused_settings, settings, timed
 from evident.nodes.retrieve import check_query

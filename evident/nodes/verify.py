@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from evident.answer import PREFACE, Line, Unit, check_answer, known_ids, parse_answer, render_answer, units_of
+from evident.citations.answer import PREFACE, Line, Unit, check_answer, known_ids, parse_answer, render_answer, units_of
 from evident.models import SourceError
 from evident.nodes.common import settings, timed
 from evident.offline.composer import compose_answer
 from evident.state import EvidentState
-from evident.support import GeneratedSentenceSupport, content_tokens
+from evident.citations.support import GeneratedSentenceSupport, content_tokens
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
@@ -58,7 +58,7 @@ def verify(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
     ctx = settings(runtime)
     update: dict[str, Any] = {}
     with timed("verify", update):
-        # A model paraphrases, so its sentences are judged by their own measure (evident/support.py).
+        # A model paraphrases, so its sentences are judged by their own measure (evident/citations/support.py).
         model_written = state.get("generated_by") == "model"
         known = known_ids(state.get("verified") or [], state.get("documents") or [])
         parsed = parse_answer(state.get("draft") or "", known)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from evident.lexicon import STOPWORDS, message_parts, message_words, stem, term_weight, words
+from evident.alignment.lexicon import STOPWORDS, message_parts, message_words, stem, term_weight, words
 
 __all__ = ["unit_terms", "pairs", "content_keys", "query_terms", "entity_keys", "query_weights", "coverage",
            "scenario_keys"]

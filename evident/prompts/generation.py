@@ -7,7 +7,7 @@ from the documentation which may help:" (no citation on that lead-in) and list t
 a `[url]` after every sentence, several when documents agree; lists as bullets; concise and neutral.
 
 The lead-in's wording is fixed on purpose: the verify step recognises it as the one sentence that
-needs no citation (`evident.answer.PREFACE`), and the offline composer writes the same words.
+needs no citation (`evident.citations.answer.PREFACE`), and the offline composer writes the same words.
 
 `category_rules` is shared with the direct-prompting and ground-every-sentence baselines
 (`baselines.py`), which the paper gives the same categories but numbered citations.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from langchain_core.prompts import ChatPromptTemplate
 
-from evident.answer import PREFACE
+from evident.citations.answer import PREFACE
 
 PREFACE_TAIL = "Here are some details from the documentation which may help:"
 

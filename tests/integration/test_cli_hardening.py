@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from evident.connectors.index import LocalIndex
+from evident.connectors.index.embedded import LocalIndex
 
 SECRET = "zebracorn-7731"
 DOCS = {

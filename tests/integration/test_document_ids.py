@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from evident.answer import citations_in, parse_answer
+from evident.citations.answer import citations_in, parse_answer
 from evident.graph import build_graph
 from tests.support.llm import ListRetriever, llm_context, passages_reply, server
 from tests.support.openai_server import OpenAIServer, Reply

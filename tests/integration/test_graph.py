@@ -11,7 +11,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from evident.answer import CITATION, parse_answer
+from evident.citations.answer import CITATION, parse_answer
 from evident.context import EvidentContext
 from evident.graph import build_graph, graph
 from evident.models import INSUFFICIENT_ANSWER

@@ -11,11 +11,11 @@ from langchain_core.documents import Document
 from evident.alignment.models import SourceDocument
 from evident.connectors.base import to_source_document
 from evident.graph import build_graph
-from evident.llm_output import read_extraction
+from evident.llm.replies import read_extraction
 from evident.models import Passage
 from evident.nodes.extract import merge_passages
 from evident.prompts.render import render_document
-from evident.tokens import approx_counter, plan_batches, split_document
+from evident.llm.batching import approx_counter, plan_batches, split_document
 from tests.support.llm import ListRetriever, check_grounded, echo_responder, llm_context, prompt_documents, server
 from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
 

@@ -12,7 +12,7 @@ import pytest
 
 from evident.alignment.models import AlignmentDecision
 from evident.context import EvidentContext
-from evident.llm import (
+from evident.llm.models import (
     ModelFailure,
     Models,
     ModelSettings,
@@ -22,8 +22,8 @@ from evident.llm import (
     is_retryable,
 )
 from evident.prompts import BASELINE_PROMPTS, EXTRACTION_PROMPT, GENERATION_PROMPT, render_numbered_documents
-from evident.support import GeneratedSentenceSupport, token_support
-from evident.tokens import approx_counter, make_counter, tiktoken_cached
+from evident.citations.support import GeneratedSentenceSupport, token_support
+from evident.llm.batching import approx_counter, make_counter, tiktoken_cached
 
 
 def _status_error(cls: type[openai.APIStatusError], status: int, headers: dict[str, str] | None = None) -> Any:
@@ -102,7 +102,7 @@ def test_token_counting_never_reaches_the_network(monkeypatch: pytest.MonkeyPatc
         raise ConnectionError("no network")
 
     monkeypatch.setattr(tiktoken, "get_encoding", offline)
-    monkeypatch.setattr("evident.tokens._encodings", {})
+    monkeypatch.setattr("evident.llm.batching._encodings", {})
     # Explicit tiktoken that cannot load: the approximation, never an exception.
     assert make_counter(EvidentContext(model="gpt-4o-mini", token_counter="tiktoken"))("x" * 40) == 10
 

@@ -177,7 +177,7 @@ def test_settings_from_environment_and_toml(
 def test_models_are_created_lazily_never_at_import() -> None:
     code = (
         "import sys\n"
-        "import evident, evident.graph, evident.llm, evident.nodes.extract, evident.nodes.generate\n"
+        "import evident, evident.graph, evident.llm.models, evident.nodes.extract, evident.nodes.generate\n"
         "print('langchain_openai' in sys.modules, 'openai' in sys.modules)\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY"}}

@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.messages import AIMessageChunk
 from langchain_openai import ChatOpenAI
 
-from evident.answer import PREFACE
+from evident.citations.answer import PREFACE
 from evident.context import EvidentContext
 from evident.graph import build_graph
 from tests.support.llm import (

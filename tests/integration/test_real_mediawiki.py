@@ -25,8 +25,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evident.cli import app
-from evident.connectors.docs_index import pages_path, read_pages
-from evident.connectors.mediawiki import MediaWikiRetriever
+from evident.connectors.remote.docs_index import pages_path, read_pages
+from evident.connectors.remote.mediawiki import MediaWikiRetriever
 from evident.connectors.source import AccessReport, SourceFailure
 from evident.models import Principal
 from tests.support.wiki_servers import MEDIAWIKI_HOME, RealMediaWiki

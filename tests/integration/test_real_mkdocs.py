@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from evident.connectors.docs_index import pages_path, read_pages, refresh_docs_index
-from evident.connectors.docs_site import CrawlSettings, Crawler
+from evident.connectors.remote.docs_index import pages_path, read_pages, refresh_docs_index
+from evident.connectors.remote.docs_site import CrawlSettings, Crawler
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mkdocs-site"
 GUIDE = {"/", "/user-guide/install/", "/user-guide/configure/"}

@@ -13,7 +13,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from evident.answer import CITATION, PREFACE, parse_answer
+from evident.citations.answer import CITATION, PREFACE, parse_answer
 from evident.context import EvidentContext
 from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
 

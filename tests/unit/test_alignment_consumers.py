@@ -7,11 +7,11 @@ citations must carry 40; a model sentence that repeats 45 must not survive `veri
 from __future__ import annotations
 
 from evident.alignment import IndexCache, SourceDocument, align
-from evident.answer import check_answer, parse_answer, render_answer, resolve_citation
+from evident.citations.answer import check_answer, parse_answer, render_answer, resolve_citation
 from evident.offline.composer import compose_answer
 from evident.prompts.render import render_passages
-from evident.support import GeneratedSentenceSupport
-from evident.tracing import describe, summarize
+from evident.citations.support import GeneratedSentenceSupport
+from evident.graph.tracing import describe, summarize
 
 URL = "https://help.example/fees"
 PAGE = ("# Fees\n\nThe refund processing fee is 40 USD for every annual plan that is cancelled early. "

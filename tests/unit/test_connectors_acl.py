@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from evident.acl import (
+from evident.connectors.acl import (
     Acl,
     AclError,
     PrincipalError,

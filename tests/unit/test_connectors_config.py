@@ -11,9 +11,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from evident.connectors.config import Defaults, build_sources, parse_settings
-from evident.connectors.confluence import ConfluenceRetriever
-from evident.connectors.local import LocalCorpusRetriever
-from evident.connectors.mediawiki import MediaWikiRetriever
+from evident.connectors.remote.confluence import ConfluenceRetriever
+from evident.connectors.index.retriever import LocalCorpusRetriever
+from evident.connectors.remote.mediawiki import MediaWikiRetriever
 from evident.connectors.source import SourceConfigError
 from evident.context import ConfigError, EvidentContext
 
@@ -109,7 +109,7 @@ def test_every_type_builds(tmp_path: Path, examples: Path, monkeypatch: pytest.M
          "cannot import no_such_module_evident: ModuleNotFoundError"),
         ({"name": "lc", "type": "langchain", "retriever": f"{__name__}:Nope"}, "lc", "has no attribute 'Nope'"),
         ({"name": "lc", "type": "langchain", "retriever": f"{__name__}:NOT_A_RETRIEVER"}, "lc", "is not a LangChain BaseRetriever"),
-        ({"name": "lc", "type": "langchain", "retriever": "evident.acl:parse_acl"}, "lc", "parse_acl(...) failed"),
+        ({"name": "lc", "type": "langchain", "retriever": "evident.connectors.acl:parse_acl"}, "lc", "parse_acl(...) failed"),
         ({"name": "lc", "type": "langchain", "retriever": "nodots"}, "lc", "must be 'package.module:attribute'"),
     ],
 )

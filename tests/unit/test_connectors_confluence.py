@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from evident.connectors.config import Defaults, build_sources, gateway_base
-from evident.connectors.confluence import ConfluenceRetriever, cql_for
-from evident.connectors.confluence_storage import storage_to_text
+from evident.connectors.remote.confluence import ConfluenceRetriever, cql_for
+from evident.connectors.remote.confluence_storage import storage_to_text
 from evident.connectors.source import AccessReport, SourceFailure
 from evident.models import Principal
 from tests.support.wiki_servers import ConfluencePage, ConfluenceServer, Request, Response

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from evident.connectors.docs_index import pages_path, read_pages, refresh_docs_index
-from evident.connectors.docs_site import CrawlSettings, Crawler, RateLimiter
-from evident.connectors.html_text import parse_html
-from evident.connectors.local import LocalCorpusRetriever
-from evident.connectors.robots import Robots
-from evident.connectors.sitemap import SitemapError, parse_sitemap
+from evident.connectors.remote.docs_index import pages_path, read_pages, refresh_docs_index
+from evident.connectors.remote.docs_site import CrawlSettings, Crawler, RateLimiter
+from evident.connectors.index.html_text import parse_html
+from evident.connectors.index.retriever import LocalCorpusRetriever
+from evident.connectors.remote.robots import Robots
+from evident.connectors.remote.sitemap import SitemapError, parse_sitemap
 from evident.connectors.source import SourceFailure
 from tests.support.wiki_servers import Response, StaticSite
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from evident.connectors.fts_query import query_terms
-from evident.connectors.index import LocalIndex
-from evident.connectors.tantivy_index import _TIE_MARGIN
+from evident.connectors.index.fts_query import query_terms
+from evident.connectors.index.embedded import LocalIndex
+from evident.connectors.index.ranking import _TIE_MARGIN
 
 
 def reference(index: LocalIndex, query: str, k: int) -> list[tuple[str, float]]:

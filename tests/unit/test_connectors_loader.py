@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from evident.cli import app
 from evident.connectors.config import Defaults, LoaderSettings, build_loader, build_sources, parse_settings
-from evident.connectors.docs_index import pages_path, read_pages
-from evident.connectors.loader_source import LoaderMapping, loader_records, refresh_loader_index
+from evident.connectors.remote.docs_index import pages_path, read_pages
+from evident.connectors.index.loader_source import LoaderMapping, loader_records, refresh_loader_index
 from evident.connectors.source import SourceConfigError, SourceFailure
 
 
@@ -144,12 +144,12 @@ def test_a_failing_loader_leaves_the_index(workdir: Path, monkeypatch: pytest.Mo
 
 
 def test_loader_settings_are_checked(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = parse_settings({"name": "h", "type": "loader", "loader": "evident.acl:parse_acl"}, 1)
+    settings = parse_settings({"name": "h", "type": "loader", "loader": "evident.connectors.acl:parse_acl"}, 1)
     assert isinstance(settings, LoaderSettings)
     with pytest.raises(SourceConfigError, match="parse_acl\\(...\\) failed"):
         build_loader(settings)
     with pytest.raises(SourceConfigError, match="returned Acl, not a LangChain BaseLoader"):
-        build_loader(parse_settings({"name": "h", "type": "loader", "loader": "evident.acl:parse_acl",
+        build_loader(parse_settings({"name": "h", "type": "loader", "loader": "evident.connectors.acl:parse_acl",
                                      "kwargs": {"value": "public"}}, 1))
     _, errors = build_sources([{"name": "h", "type": "loader", "loader": f"{__name__}:HandbookLoader"}], Defaults())
     assert "the loader has not been run yet" in errors[0].message and "evident index --config" in errors[0].message

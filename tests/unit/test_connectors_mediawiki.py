@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from evident.connectors.mediawiki import MediaWikiRetriever
+from evident.connectors.remote.mediawiki import MediaWikiRetriever
 from evident.connectors.source import AccessReport, SourceFailure
 from evident.models import Principal
 from tests.support.wiki_servers import MediaWikiServer, Request, Response, WikiPage

@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from evident.connectors.loaders import load_corpus
+from evident.connectors.index.loaders import load_corpus
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from evident.alignment.models import SourceDocument
-from evident.connectors.doc_ids import DocumentIdError, validate_document_id
-from evident.connectors.index import LocalIndex
-from evident.connectors.loaders import CorpusError, CorpusLimits, load_corpus
-from evident.connectors.sections import split_sections
+from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
+from evident.connectors.index.embedded import LocalIndex
+from evident.connectors.index.loaders import CorpusError, CorpusLimits, load_corpus
+from evident.connectors.index.sections import split_sections
 
 SECRET = "zebracorn-7731"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evident.connectors.loaders import load_corpus
+from evident.connectors.index.loaders import load_corpus
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CORPUS = EXAMPLES / "corpus"

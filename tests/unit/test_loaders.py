@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from evident.alignment.models import SourceDocument, content_hash
-from evident.connectors.loaders import CorpusError, corpus_files, load_corpus
+from evident.connectors.index.loaders import CorpusError, corpus_files, load_corpus
 
 
 class Skips(list[tuple[str, str]]):
@@ -379,7 +379,7 @@ def test_unreadable_file_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_default_skip_handler_logs_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     (tmp_path / "empty.txt").write_text("")
-    with caplog.at_level(logging.WARNING, logger="evident.connectors.loaders"):
+    with caplog.at_level(logging.WARNING, logger="evident.connectors.index.loaders"):
         assert list(load_corpus(tmp_path)) == []
     assert "empty.txt" in caplog.text and "empty file" in caplog.text
 

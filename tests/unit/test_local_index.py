@@ -16,10 +16,10 @@ from langchain_core.documents import Document
 
 from evident.alignment.models import SourceDocument
 from evident.connectors.base import to_langchain_document, to_source_document
-from evident.connectors.fts_query import MAX_TERMS, fts_match_expression
-from evident.connectors.index import IndexFileError, IndexStats, LocalIndex, default_index_path
-from evident.connectors.loaders import CorpusError
-from evident.connectors.local import LocalCorpusRetriever
+from evident.connectors.index.fts_query import MAX_TERMS, fts_match_expression
+from evident.connectors.index.embedded import IndexFileError, IndexStats, LocalIndex, default_index_path
+from evident.connectors.index.loaders import CorpusError
+from evident.connectors.index.retriever import LocalCorpusRetriever
 
 DOCS = {
     "vacation.md": "---\nurl: https://wiki/vacation\n---\n# Vacation policy\n\nEmployees receive 25 vacation days per year. "

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evident.connectors.index import IndexFileError, LocalIndex, rebuild_index
-from evident.connectors.loaders import CorpusError
-from evident.connectors.tantivy_index import MirrorError, TantivyMirror, tantivy_errors
+from evident.connectors.index.embedded import IndexFileError, LocalIndex, rebuild_index
+from evident.connectors.index.loaders import CorpusError
+from evident.connectors.index.ranking import MirrorError, TantivyMirror, tantivy_errors
 
 RECORDS = [{"url": f"https://w/{i}", "title": f"Topic {i}", "text": f"Policy {i} covers item{i} and shared words. " * 8}
            for i in range(400)]

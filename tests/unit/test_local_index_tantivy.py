@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evident.connectors.index import LocalIndex
-from evident.connectors.tantivy_index import TantivyMirror
+from evident.connectors.index.embedded import LocalIndex
+from evident.connectors.index.ranking import TantivyMirror
 
 
 def write_jsonl(path: Path, records: list[dict[str, str]]) -> None:

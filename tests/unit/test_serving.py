@@ -19,7 +19,7 @@ from evident.commands.serve import (
     tracing_configured,
 )
 from evident.context import ConfigError, ContextWithDefaults, EvidentContext, _toml_cache
-from evident.tracing import describe, summarize
+from evident.graph.tracing import describe, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 

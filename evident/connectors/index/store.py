@@ -10,7 +10,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from evident.connectors.index_schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
+from evident.connectors.index.schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 

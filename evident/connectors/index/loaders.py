@@ -10,7 +10,7 @@ A corpus folder is untrusted input (a shared drive, a checked-out wiki), so the 
 it: symbolic links that resolve outside the folder are skipped unless `follow_symlinks` is set;
 only regular files are opened (a named pipe would block the reader forever, a device never ends);
 files over `max_file_bytes` are skipped; documents over `section_chars` become sections
-(evident/connectors/sections.py); document ids must pass `validate_document_id`.
+(evident/connectors/index/sections.py); document ids must pass `validate_document_id`.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evident.alignment.models import SourceDocument
-from evident.connectors.doc_ids import DocumentIdError, validate_document_id
-from evident.connectors.frontmatter import scalar, split_front_matter
-from evident.connectors.html_text import declared_charset, parse_html
-from evident.connectors.sections import split_sections
+from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
+from evident.connectors.index.frontmatter import scalar, split_front_matter
+from evident.connectors.index.html_text import declared_charset, parse_html
+from evident.connectors.index.sections import split_sections
 
 log = logging.getLogger(__name__)
 

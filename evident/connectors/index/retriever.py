@@ -12,8 +12,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import PrivateAttr
 
 from evident.connectors.base import to_langchain_document
-from evident.connectors.index import LocalIndex, default_index_path
-from evident.connectors.loaders import DEFAULT_LIMITS, CorpusLimits, SkipHandler
+from evident.connectors.index.embedded import LocalIndex, default_index_path
+from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusLimits, SkipHandler
 
 
 class LocalCorpusRetriever(BaseRetriever):

@@ -24,11 +24,11 @@ import httpx
 from langchain_core.documents import Document
 from pydantic import Field, SecretStr
 
-from evident.acl import is_anonymous
-from evident.connectors.confluence_storage import storage_to_text
-from evident.connectors.fts_query import query_terms
-from evident.connectors.http import Flow, host, json_body, one_line
-from evident.connectors.remote import RemoteRetriever
+from evident.connectors.acl import is_anonymous
+from evident.connectors.remote.confluence_storage import storage_to_text
+from evident.connectors.index.fts_query import query_terms
+from evident.connectors.remote.http import Flow, host, json_body, one_line
+from evident.connectors.remote.base import RemoteRetriever
 from evident.connectors.source import AccessReport, SourceFailure
 from evident.models import Principal
 

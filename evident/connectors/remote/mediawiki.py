@@ -25,11 +25,11 @@ from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, SecretStr
 from selectolax.lexbor import LexborHTMLParser
 
-from evident.acl import is_anonymous
-from evident.connectors.fts_query import query_terms
-from evident.connectors.html_text import parse_html
-from evident.connectors.http import Flow, host, json_body, one_line
-from evident.connectors.remote import RemoteRetriever
+from evident.connectors.acl import is_anonymous
+from evident.connectors.index.fts_query import query_terms
+from evident.connectors.index.html_text import parse_html
+from evident.connectors.remote.http import Flow, host, json_body, one_line
+from evident.connectors.remote.base import RemoteRetriever
 from evident.connectors.source import AccessReport, SourceFailure
 from evident.models import Principal
 

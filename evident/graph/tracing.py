@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from evident.answer import citations_in, known_ids, parse_answer, units_of
+from evident.citations.answer import citations_in, known_ids, parse_answer, units_of
 
 NODES = ("rewrite", "retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify", "postprocess")
 ACTIONS = ("kept", "corrected", "truncated", "relinked", "dropped")  # evident.alignment.models.ACTIONS
@@ -185,7 +185,7 @@ def _insufficient(update: Mapping[str, Any], *, state: Mapping[str, Any] | None 
 
 
 def _known(state: Mapping[str, Any] | None) -> frozenset[str]:
-    """The query's document ids: a citation is recognised by being one of them (evident.answer)."""
+    """The query's document ids: a citation is recognised by being one of them (evident.citations.answer)."""
     return known_ids(_items(state, "verified"), _items(state, "documents"))
 
 

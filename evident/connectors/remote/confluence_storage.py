@@ -3,7 +3,7 @@
 The storage format is HTML plus Confluence's own elements. An HTML parser keeps their text but
 loses two things that matter: CDATA sections (the bodies of code blocks) and the difference between
 a macro's settings (`ac:parameter`, never content) and its body. Those are rewritten into plain
-HTML first; everything else goes through `evident.connectors.html_text`, so citations into a
+HTML first; everything else goes through `evident.connectors.index.html_text`, so citations into a
 Confluence page behave exactly like citations into any other page.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import re
 
-from evident.connectors.html_text import parse_html
+from evident.connectors.index.html_text import parse_html
 
 _FLAGS = re.IGNORECASE | re.DOTALL
 _CDATA = re.compile(r"<!\[CDATA\[(.*?)\]\]>", _FLAGS)

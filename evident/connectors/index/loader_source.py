@@ -23,9 +23,9 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
-from evident.connectors.doc_ids import DocumentIdError, validate_document_id
-from evident.connectors.docs_index import pages_path, write_pages
-from evident.connectors.index import IndexStats, LocalIndex
+from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
+from evident.connectors.remote.docs_index import pages_path, write_pages
+from evident.connectors.index.embedded import IndexStats, LocalIndex
 from evident.connectors.source import SourceFailure
 
 SkipReporter = Callable[[str, str], None]

@@ -22,11 +22,11 @@ import httpx
 from pydantic import BaseModel, Field
 from selectolax.lexbor import LexborHTMLParser
 
-from evident.connectors.html_text import declared_charset, parse_html
-from evident.connectors.http import USER_AGENT, transport_failure
-from evident.connectors.robots import AGENT as ROBOTS_AGENT
-from evident.connectors.robots import Robots
-from evident.connectors.sitemap import MAX_SITEMAP_BYTES, SitemapError, parse_sitemap
+from evident.connectors.index.html_text import declared_charset, parse_html
+from evident.connectors.remote.http import USER_AGENT, transport_failure
+from evident.connectors.remote.robots import AGENT as ROBOTS_AGENT
+from evident.connectors.remote.robots import Robots
+from evident.connectors.remote.sitemap import MAX_SITEMAP_BYTES, SitemapError, parse_sitemap
 from evident.connectors.source import SourceFailure
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})

@@ -25,7 +25,7 @@ from typing import Any
 
 from evident.alignment.models import Passage, SourceDocument
 from evident.context import EvidentContext
-from evident.llm import (
+from evident.llm.models import (
     ModelFailure,
     call_with_retries,
     http_status,
@@ -37,7 +37,7 @@ from evident.llm import (
     server_slot,
     text_of,
 )
-from evident.llm_output import read_extraction
+from evident.llm.replies import read_extraction
 from evident.prompts.extraction import EXTRACTION_PROMPT, echoes_example, response_format_schema, tool_schema
 from evident.prompts.render import render_documents
 

@@ -1,7 +1,7 @@
 """When does a verified passage support an answer sentence? Two deterministic, lexical measures.
 
 Offline answers are copied from the verified quotes, so the verify step uses the paper's own
-n-gram measure for them (`overlap_n(sentence, quote) > threshold`, see `evident.answer.support`).
+n-gram measure for them (`overlap_n(sentence, quote) > threshold`, see `evident.citations.answer.support`).
 
 A model rewrites: "Reports must be submitted within 30 days" comes back as "You must submit your
 report within 30 days", whose 5-gram overlap with the source is near zero although nothing was

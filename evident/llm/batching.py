@@ -179,7 +179,7 @@ def extraction_budget(ctx: EvidentContext, count: TokenCounter) -> int:
     of the window is kept spare: counting is approximate unless the model's own tokenizer is injected."""
     if not ctx.context_window:
         return ctx.context_budget_tokens
-    from evident.llm import reply_cap
+    from evident.llm.models import reply_cap
     from evident.prompts.extraction import EXTRACTION_SYSTEM, EXTRACTION_USER
 
     instructions = count(EXTRACTION_SYSTEM + EXTRACTION_USER)

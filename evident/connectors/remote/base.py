@@ -12,8 +12,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, PrivateAttr
 
-from evident.acl import coerce_principal
-from evident.connectors.http import USER_AGENT, Flow, arun_flow, run_flow
+from evident.connectors.acl import coerce_principal
+from evident.connectors.remote.http import USER_AGENT, Flow, arun_flow, run_flow
 from evident.connectors.source import AccessReport, PermissionAware
 from evident.models import Principal
 
@@ -36,7 +36,7 @@ class RemoteRetriever(PermissionAware, BaseRetriever):
 
     @abstractmethod
     def _flow(self, query: str, principal: Principal | None, report: AccessReport) -> Flow[list[Document]]:
-        """The protocol of one search, as a generator of requests (see evident.connectors.http)."""
+        """The protocol of one search, as a generator of requests (see evident.connectors.remote.http)."""
 
     def _get_relevant_documents(
         self,

@@ -30,9 +30,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from evident.alignment.models import SourceDocument
-from evident.connectors.fts_query import fts_search, weighted_terms
-from evident.connectors.index_store import IndexFileError, WriteLock, _transaction, connect, database_error
-from evident.connectors.loaders import (
+from evident.connectors.index.fts_query import fts_search, weighted_terms
+from evident.connectors.index.store import IndexFileError, WriteLock, _transaction, connect, database_error
+from evident.connectors.index.loaders import (
     DEFAULT_LIMITS,
     CorpusError,
     CorpusLimits,
@@ -41,7 +41,7 @@ from evident.connectors.loaders import (
     load_file,
     log_skip,
 )
-from evident.connectors.tantivy_index import MirrorError, TantivyMirror, tantivy_errors
+from evident.connectors.index.ranking import MirrorError, TantivyMirror, tantivy_errors
 
 __all__ = ["IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index"]
 

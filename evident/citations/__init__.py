@@ -1,0 +1,1 @@
+"""Answer sentences, their support in the cited text, and citations resolved to spans."""

@@ -1,0 +1,1 @@
+"""Live, permission-aware connectors over HTTP APIs: MediaWiki, Confluence, documentation sites."""

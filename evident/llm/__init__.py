@@ -1,0 +1,1 @@
+"""The language models: chat models, extraction calls, reply parsing and batching."""
