@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 QUESTION ?= How many days do I have to submit an expense report after a trip?
 
-.PHONY: demo test serve install install-dev install-serve clean eval-report test-real-model
+.PHONY: demo test lint serve install install-dev install-serve clean eval-report test-real-model
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -33,9 +33,14 @@ demo: install
 	$(BIN)/evident index examples/corpus
 	$(BIN)/evident ask "$(QUESTION)" --corpus examples/corpus
 
-test: install-dev
+test: install-dev lint
 	bash scripts/test-deps.sh
 	$(BIN)/python -m pytest -q
+
+# Types (mypy --strict with the pydantic plugin) and lint (ruff) over evident/, as configured in pyproject.toml.
+lint: install-dev
+	$(BIN)/python -m mypy
+	$(BIN)/ruff check evident
 
 # The graph behind the LangGraph API on http://$(HOST):$(PORT) (Studio API, /docs, /health), offline.
 HOST ?= 127.0.0.1

@@ -44,10 +44,11 @@ import tracemalloc
 from dataclasses import dataclass, field
 from typing import Any
 
+from machine_info import describe  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+
 from evident.alignment import IndexCache, align
 from evident.alignment.reference import align_reference
 from evident.alignment.tokenize import words
-from machine_info import describe  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 FUNCTION_WORDS = (
     "the of and to a in is that for it as was with be by on not he this are or his from at which "
@@ -365,7 +366,7 @@ class _Contains:
 
     def where(self, text: str) -> frozenset[str]:
         probe = " " + " ".join(words(text)) + " "
-        return frozenset(u for u, t in zip(self.urls, self.tstrings) if probe in t)
+        return frozenset(u for u, t in zip(self.urls, self.tstrings, strict=True) if probe in t)
 
 
 def _change_number(rng: random.Random, s: str) -> tuple[str, str, str] | None:
@@ -469,7 +470,7 @@ def right_shares(sc: Scenario, decisions: list[Any],
                  reference: list[dict[str, Any]]) -> dict[str, tuple[int, int, int]]:
     """Per kind: (passages, right decisions of `align`, right decisions of the reference)."""
     out: dict[str, list[int]] = {}
-    for t, d, r in zip(sc.truths, decisions, reference):
+    for t, d, r in zip(sc.truths, decisions, reference, strict=True):
         ours = is_right(t, d.action, d.url, words(d.quote),
                         [(words(x.passage), words(x.source)) for x in d.substitutions])
         theirs = is_right(t, r["action"], r["url"], words(r["text"]), [])
@@ -513,10 +514,10 @@ def run_scenario(sc: Scenario, repeats: int, ref_repeats: int, n: int, threshold
 
 def _print_rows(head: tuple[str, ...], body: list[tuple[str, ...]]) -> None:
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for b in body:
-        print("| " + " | ".join(c.ljust(w) for c, w in zip(b, widths)) + " |")
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)) + " |")
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
@@ -551,25 +552,32 @@ DRIFT_MIX = {"verbatim": 0.4, "drifted": 0.2, "tail": 0.1, "number": 0.1, "inven
 BULK_MIX = {"verbatim": 0.2, "reformatted": 0.2, "tail": 0.2, "number": 0.2, "drifted": 0.1, "invented": 0.1}
 
 
+# The numeric options: (flag, default, help); the default's type is the option's type.
+NUMERIC_OPTIONS: tuple[tuple[str, int | float, str], ...] = (
+    ("--repeats", 9, "timed runs per measurement (median)"),
+    ("--ref-repeats", 3, "timed runs of the reference (main)"),
+    ("--docs", 20, ""),
+    ("--doc-kb", 100.0, ""),
+    ("--passages", 40, ""),
+    ("--drift-docs", 1000, "documents of the drift scenario (0: skip)"),
+    ("--drift-doc-kb", 10.0, ""),
+    ("--drift-ref-repeats", 1, ""),
+    ("--bulk-docs", 60, ""),
+    ("--bulk-doc-kb", 8.0, ""),
+    ("--bulk-passages", 5000, ""),
+    ("--bulk-repeats", 5, "timed runs of align and of the reference (bulk)"),
+    ("--n", 5, ""),
+    ("--threshold", 0.7, ""),
+    ("--seed", 20240601, ""),
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scenario", choices=("default", "main", "drift", "bulk", "all"), default="default",
                     help="default: main and drift")
-    ap.add_argument("--repeats", type=int, default=9, help="timed runs per measurement (median)")
-    ap.add_argument("--ref-repeats", type=int, default=3, help="timed runs of the reference (main)")
-    ap.add_argument("--docs", type=int, default=20)
-    ap.add_argument("--doc-kb", type=float, default=100.0)
-    ap.add_argument("--passages", type=int, default=40)
-    ap.add_argument("--drift-docs", type=int, default=1000, help="documents of the drift scenario (0: skip)")
-    ap.add_argument("--drift-doc-kb", type=float, default=10.0)
-    ap.add_argument("--drift-ref-repeats", type=int, default=1)
-    ap.add_argument("--bulk-docs", type=int, default=60)
-    ap.add_argument("--bulk-doc-kb", type=float, default=8.0)
-    ap.add_argument("--bulk-passages", type=int, default=5000)
-    ap.add_argument("--bulk-repeats", type=int, default=5, help="timed runs of align and of the reference (bulk)")
-    ap.add_argument("--n", type=int, default=5)
-    ap.add_argument("--threshold", type=float, default=0.7)
-    ap.add_argument("--seed", type=int, default=20240601)
+    for flag, default, help_text in NUMERIC_OPTIONS:
+        ap.add_argument(flag, type=type(default), default=default, help=help_text or None)
     ap.add_argument("--profile", action="store_true", help="cProfile one cold run of the first scenario")
     args = ap.parse_args(argv)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -21,15 +21,16 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+# Options several commands share, declared once so their names and help read the same everywhere.
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+ConfigFile = Annotated[Path | None, typer.Option("--config", help="evident.toml settings file.")]
+CorpusPaths = Annotated[list[Path] | None, typer.Option("--corpus", help="Corpus folder or JSONL (repeatable).")]
 
 
 @app.command()
 def verify(
     docs: Annotated[Path, typer.Option("--docs", help="JSONL of documents: {url, content|text}.")],
-    passages: Annotated[
-        Path, typer.Option("--passages", help="JSONL of passages: {passage_id, url, content}.")
-    ],
+    passages: Annotated[Path, typer.Option("--passages", help="JSONL of passages: {passage_id, url, content}.")],
     n: Annotated[int, typer.Option("--n", help="n-gram size.")] = 5,
     threshold: Annotated[float, typer.Option("--threshold", help="Overlap threshold in [0, 1].")] = 0.7,
     drift: Annotated[
@@ -43,30 +44,30 @@ def verify(
     raise typer.Exit(run(docs, passages, n=n, threshold=threshold, drift=drift, json_out=json_out))
 
 
+_INDEX_CONFIG_HELP = ("Refresh the local, docs and loader sources of this evident.toml "
+                      "(crawls docs sites, runs loaders).")
+_REBUILD_HELP = "Build the index from scratch and replace it (a damaged index file)."
+
+
 @app.command()
 def index(
-    sources: Annotated[Optional[list[Path]], typer.Argument(help="Corpus folders or JSONL files.")] = None,
+    sources: Annotated[list[Path] | None, typer.Argument(help="Corpus folders or JSONL files.")] = None,
     index_path: Annotated[
-        Optional[Path], typer.Option("--index", help="Index file (default: one per set of sources).")
+        Path | None, typer.Option("--index", help="Index file (default: one per set of sources).")
     ] = None,
-    config: Annotated[
-        Optional[Path],
-        typer.Option("--config", help="Refresh the local, docs and loader sources of this evident.toml (crawls docs sites, runs loaders)."),
-    ] = None,
+    config: Annotated[Path | None, typer.Option("--config", help=_INDEX_CONFIG_HELP)] = None,
     only: Annotated[
-        Optional[list[str]], typer.Option("--source", help="With --config: only this source (repeatable).")
+        list[str] | None, typer.Option("--source", help="With --config: only this source (repeatable).")
     ] = None,
-    rebuild: Annotated[
-        bool, typer.Option("--rebuild", help="Build the index from scratch and replace it (a damaged index file).")
-    ] = False,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help=_REBUILD_HELP)] = False,
     follow_symlinks: Annotated[
-        Optional[bool], typer.Option("--follow-symlinks", help="Index files linked from outside the corpus folders.")
+        bool | None, typer.Option("--follow-symlinks", help="Index files linked from outside the corpus folders.")
     ] = None,
     max_file_mb: Annotated[
-        Optional[float], typer.Option("--max-file-mb", min=0.001, help="Skip larger files (default 20).")
+        float | None, typer.Option("--max-file-mb", min=0.001, help="Skip larger files (default 20).")
     ] = None,
     section_chars: Annotated[
-        Optional[int], typer.Option("--section-chars", min=1000, help="Index longer documents as sections.")
+        int | None, typer.Option("--section-chars", min=1000, help="Index longer documents as sections.")
     ] = None,
     json_out: JsonFlag = False,
 ) -> None:
@@ -89,7 +90,7 @@ def index(
 
 @app.command()
 def sources(
-    config: Annotated[Optional[Path], typer.Option("--config", help="evident.toml settings file.")] = None,
+    config: ConfigFile = None,
     query: Annotated[str, typer.Option("--query", help="Probe query sent to every source.")] = "help",
     json_out: JsonFlag = False,
 ) -> None:
@@ -101,17 +102,15 @@ def sources(
 
 @app.command()
 def ask(
-    question: Annotated[Optional[str], typer.Argument(help="The question.")] = None,
-    corpus: Annotated[
-        Optional[list[Path]], typer.Option("--corpus", help="Corpus folder or JSONL (repeatable).")
-    ] = None,
-    config: Annotated[Optional[Path], typer.Option("--config", help="evident.toml settings file.")] = None,
-    index_path: Annotated[Optional[Path], typer.Option("--index", help="Index file to use.")] = None,
+    question: Annotated[str | None, typer.Argument(help="The question.")] = None,
+    corpus: CorpusPaths = None,
+    config: ConfigFile = None,
+    index_path: Annotated[Path | None, typer.Option("--index", help="Index file to use.")] = None,
     batch: Annotated[
-        Optional[Path], typer.Option("--batch", help="JSONL of {id, query}: one JSON line out per line in.")
+        Path | None, typer.Option("--batch", help="JSONL of {id, query, history?}: one JSON line out per line in.")
     ] = None,
-    user: Annotated[Optional[str], typer.Option("--user", help="Ask as this user (document permissions).")] = None,
-    group: Annotated[Optional[list[str]], typer.Option("--group", help="A group of --user (repeatable).")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Ask as this user (document permissions).")] = None,
+    group: Annotated[list[str] | None, typer.Option("--group", help="A group of --user (repeatable).")] = None,
     stream: Annotated[
         bool, typer.Option("--stream", help="Show each step on stderr and the answer's tokens as they come.")
     ] = False,
@@ -131,14 +130,14 @@ def ask(
 def serve(
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 2024,
-    config: Annotated[Optional[Path], typer.Option("--config", help="evident.toml settings file.")] = None,
+    config: ConfigFile = None,
     corpus: Annotated[
-        Optional[list[Path]], typer.Option("--corpus", help="Corpus folder or JSONL to serve (repeatable).")
+        list[Path] | None, typer.Option("--corpus", help="Corpus folder or JSONL to serve (repeatable).")
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Queries run at the same time.")] = 8,
     reload: Annotated[bool, typer.Option("--reload", help="Restart when the code changes (development).")] = False,
     langgraph_config: Annotated[
-        Optional[Path], typer.Option("--langgraph-config", help="langgraph.json to serve (default: the project's).")
+        Path | None, typer.Option("--langgraph-config", help="langgraph.json to serve (default: the project's).")
     ] = None,
     insecure: Annotated[bool, typer.Option(
         "--insecure", help="Serve a non-loopback --host without authentication (everyone is anonymous).")] = False,
@@ -151,22 +150,20 @@ def serve(
                          langgraph_config=langgraph_config, json_out=json_out, insecure=insecure))
 
 
+_DATASET_HELP = "JSONL of {id, query, answerable?, gold_urls, gold_evidence?, answer?, history?}."
+_OUT_HELP = "Folder for report.md, results.json, plots and the resumable cache."
+
+
 @app.command(name="eval")
 def eval_(
-    dataset: Annotated[
-        Path, typer.Option("--dataset", help="JSONL of {id, query, answerable?, gold_urls, gold_evidence?, answer?}.")
-    ],
-    corpus: Annotated[
-        Optional[list[Path]], typer.Option("--corpus", help="Corpus folder or JSONL (repeatable).")
-    ] = None,
-    config: Annotated[Optional[Path], typer.Option("--config", help="evident.toml settings file.")] = None,
+    dataset: Annotated[Path, typer.Option("--dataset", help=_DATASET_HELP)],
+    corpus: CorpusPaths = None,
+    config: ConfigFile = None,
     method: Annotated[
-        Optional[list[str]], typer.Option("--method", help="evident, pilot, direct, ges, bm25 or all (repeatable).")
+        list[str] | None, typer.Option("--method", help="evident, pilot, direct, ges, bm25 or all (repeatable).")
     ] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N questions.")] = None,
-    out: Annotated[
-        Optional[Path], typer.Option("--out", help="Folder for report.md, results.json, plots and the resumable cache.")
-    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help=_OUT_HELP)] = None,
     ablation: Annotated[
         bool, typer.Option("--ablation", help="Also sweep n and t over the recorded extractions (paper Table 7).")
     ] = False,
@@ -174,7 +171,7 @@ def eval_(
         bool, typer.Option("--judge", help="Also ask the model whether each cited source entails its sentence.")
     ] = False,
     jobs: Annotated[
-        Optional[int], typer.Option("--jobs", help="Questions run at once (default: 4 with a model, else 1).")
+        int | None, typer.Option("--jobs", help="Questions run at once (default: 4 with a model, else 1).")
     ] = None,
     json_out: JsonFlag = False,
 ) -> None:
@@ -190,10 +187,7 @@ app.add_typer(model_app, name="model")
 
 
 @model_app.command("check")
-def model_check(
-    config: Annotated[Optional[Path], typer.Option("--config", help="evident.toml settings file.")] = None,
-    json_out: JsonFlag = False,
-) -> None:
+def model_check(config: ConfigFile = None, json_out: JsonFlag = False) -> None:
     """Probe the configured model (context window, slots, structured output, output cap, a sample
     extraction and generation) and print the settings it recommends."""
     from evident.commands.model import run

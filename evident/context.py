@@ -13,14 +13,21 @@ from __future__ import annotations
 import os
 import threading
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
+
+if TYPE_CHECKING:  # the CLI reads settings without loading LangGraph
+    from langgraph.runtime import Runtime
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 # The bundled example corpus, when running from a source checkout (what `langgraph dev` does).
 EXAMPLE_CORPUS = PACKAGE_ROOT.parent / "examples" / "corpus"
+
+
+Mode = Literal["llm", "offline"]
 
 
 class ConfigError(ValueError):
@@ -37,7 +44,7 @@ class EvidentContext(BaseModel):
     base_url: str | None = Field(None, description="OpenAI-compatible base URL (OPENAI_BASE_URL).")
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key.")
     temperature: float = 0.0
-    mode: Literal["llm", "offline"] | None = Field(
+    mode: Mode | None = Field(
         None, description="Forced mode; by default 'llm' when a model is configured, else 'offline'."
     )
     model_timeout_s: float = Field(60.0, gt=0, description="Per-request timeout of model calls (seconds).")
@@ -129,7 +136,7 @@ class EvidentContext(BaseModel):
         return v
 
     @property
-    def resolved_mode(self) -> Literal["llm", "offline"]:
+    def resolved_mode(self) -> Mode:
         if self.mode:
             return self.mode
         return "llm" if self.model else "offline"
@@ -140,18 +147,19 @@ class EvidentContext(BaseModel):
         return [str(EXAMPLE_CORPUS)] if EXAMPLE_CORPUS.exists() else []
 
     @classmethod
-    def from_env(cls, config: str | Path | None = None, **overrides: Any) -> "EvidentContext":
+    def from_env(cls, config: str | Path | None = None, **overrides: Any) -> EvidentContext:
         """Defaults < evident.toml < environment < `overrides` (None values are ignored)."""
-        values: dict[str, Any] = {}
-        values.update(file_settings(config))
-        values.update(environment_settings())
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        given = {k: v for k, v in overrides.items() if v is not None}
         try:
-            return cls(**values)
+            return cls(**{**file_settings(config), **environment_settings(), **given})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "settings"
-            raise ConfigError(f"invalid setting {where}: {first['msg']}") from None
+            raise _invalid(exc) from None
+
+
+def _invalid(exc: ValidationError) -> ConfigError:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "settings"
+    return ConfigError(f"invalid setting {where}: {first['msg']}")
 
 
 _toml_lock = threading.Lock()
@@ -180,17 +188,12 @@ def file_defaults() -> dict[str, Any]:
 
 
 class ContextWithDefaults(EvidentContext):
-    """`EvidentContext` whose unset fields come from `evident.toml` and the environment.
-
-    LangGraph builds the run's context from a dict with `context_schema(**dict)`; that is how the
-    LangGraph server hands over every request's `context` (an empty one included). Plain
-    `EvidentContext(**dict)` would serve built-in defaults and ignore the deployment's
-    `EVIDENT_MODEL`, `EVIDENT_CORPUS`, `evident.toml`, ...; this keeps the precedence of
-    `EvidentContext.from_env`: defaults < evident.toml < environment < the given values.
-    `requested` keeps the given values, so that a served run can tell what its request asked for.
-    Its JSON schema, which the LangGraph server publishes (and filters requests by), is the
-    `RequestSettings`: what a request may set.
-    """
+    """`EvidentContext` whose unset fields come from `evident.toml` and the environment: the graph's
+    `context_schema`. LangGraph builds a run's context from a dict with `context_schema(**dict)` (how the
+    server hands over every request's `context`); plain `EvidentContext(**dict)` would ignore the
+    deployment's `EVIDENT_MODEL`, `evident.toml`, ... This keeps the precedence of `from_env`.
+    `requested` keeps the given values, so that a served run can tell what its request asked for. Its
+    JSON schema, which the server publishes (and filters requests by), is the `RequestSettings`."""
 
     model_config = ConfigDict(title="EvidentContext")
     _requested: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -200,9 +203,7 @@ class ContextWithDefaults(EvidentContext):
         try:
             super().__init__(**{**file_defaults(), **environment_settings(), **given})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "settings"
-            raise ConfigError(f"invalid setting {where}: {first['msg']}") from None
+            raise _invalid(exc) from None
         self._requested = given
 
     @property
@@ -227,7 +228,7 @@ class RequestSettings(BaseModel):
     threshold: float = Field(0.7, ge=0.0, le=1.0, description="Overlap a passage needs to be kept.")
     drift: Literal["extended", "paper"] = Field("extended", description="Citation drift rule.")
     bridge: int = Field(2, ge=0, le=8, description="Tokens a truncated quote may bridge (0-8).")
-    unsupported: Literal["remove", "flag"] = Field("remove", description="What verify does with an unsupported sentence.")
+    unsupported: Literal["remove", "flag"] = Field("remove", description="What verify does to an unsupported sentence.")
     sentence_threshold: float = Field(0.8, ge=0.0, le=1.0, description="Support a model-written sentence needs.")
     max_passages: int = Field(6, ge=1, le=20, description="Passages the offline engine keeps (at most 20).")
 
@@ -287,23 +288,53 @@ def check_request_settings(values: Any) -> dict[str, Any]:
     return allowed
 
 
+# A run the LangGraph server started is a request, not the owner: every node reads its settings through
+# `run_settings`, so a refused setting never reaches a retriever, a model or a file, whatever the route.
+
+
+def served(runtime: Runtime[EvidentContext] | None) -> bool:
+    """Whether the LangGraph server started this run (it sets the assistant and graph it runs)."""
+    return getattr(runtime, "server_info", None) is not None
+
+
+def _requested(ctx: object) -> dict[str, Any] | None:
+    """What a served run's request asked for; None for an `EvidentContext` built by the owner's code."""
+    return ctx.requested if isinstance(ctx, ContextWithDefaults) else dict(ctx) if isinstance(ctx, Mapping) else None
+
+
+def refused_settings(runtime: Runtime[EvidentContext] | None) -> list[RequestSettingsError]:
+    """The settings a served run's request may not set (none for the owner's runs)."""
+    if not served(runtime):
+        return []
+    return split_request_settings(_requested(getattr(runtime, "context", None)))[1]
+
+
+def run_settings(runtime: Runtime[EvidentContext] | None) -> EvidentContext:
+    """The run's `EvidentContext`; `evident.toml` and environment defaults when none was passed.
+
+    For a served run, only the request's allowed settings apply over the deployment's: a refused
+    one is left out here (and reported by `retrieve`, which ends the query)."""
+    ctx: object = getattr(runtime, "context", None)
+    if served(runtime):
+        requested = _requested(ctx)
+        if requested is not None:
+            allowed, refused = split_request_settings(requested)
+            if refused or not isinstance(ctx, ContextWithDefaults):
+                return ContextWithDefaults(**allowed)
+    if isinstance(ctx, EvidentContext):
+        return ctx
+    if isinstance(ctx, Mapping):
+        return EvidentContext.from_env(**ctx)
+    return EvidentContext.from_env()
+
+
 _ENV = {
-    "EVIDENT_MODEL": "model",
-    "OPENAI_BASE_URL": "base_url",
-    "EVIDENT_MODE": "mode",
-    "EVIDENT_NGRAM_N": "ngram_n",
-    "EVIDENT_THRESHOLD": "threshold",
-    "EVIDENT_TOP_N": "top_n",
-    "EVIDENT_K": "k",
-    "EVIDENT_INDEX": "index_path",
-    "EVIDENT_MODEL_TIMEOUT": "model_timeout_s",
-    "EVIDENT_MODEL_RETRIES": "model_max_retries",
-    "EVIDENT_STRUCTURED_OUTPUT": "structured_output",
-    "EVIDENT_CONTEXT_BUDGET": "context_budget_tokens",
-    "EVIDENT_TOKEN_COUNTER": "token_counter",
-    "EVIDENT_MODEL_MAX_TOKENS": "model_max_tokens",
-    "EVIDENT_CONTEXT_WINDOW": "context_window",
-    "EVIDENT_MODEL_CONCURRENCY": "model_concurrency",
+    "EVIDENT_MODEL": "model", "OPENAI_BASE_URL": "base_url", "EVIDENT_MODE": "mode", "EVIDENT_NGRAM_N": "ngram_n",
+    "EVIDENT_THRESHOLD": "threshold", "EVIDENT_TOP_N": "top_n", "EVIDENT_K": "k", "EVIDENT_INDEX": "index_path",
+    "EVIDENT_MODEL_TIMEOUT": "model_timeout_s", "EVIDENT_MODEL_RETRIES": "model_max_retries",
+    "EVIDENT_STRUCTURED_OUTPUT": "structured_output", "EVIDENT_CONTEXT_BUDGET": "context_budget_tokens",
+    "EVIDENT_TOKEN_COUNTER": "token_counter", "EVIDENT_MODEL_MAX_TOKENS": "model_max_tokens",
+    "EVIDENT_CONTEXT_WINDOW": "context_window", "EVIDENT_MODEL_CONCURRENCY": "model_concurrency",
 }
 
 
@@ -316,13 +347,8 @@ _MODEL_KEYS = {
 
 
 def environment_settings() -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for var, key in _ENV.items():
-        value = os.environ.get(var)
-        if value:
-            out[key] = value
-    corpus = os.environ.get("EVIDENT_CORPUS")
-    if corpus:
+    out: dict[str, Any] = {key: os.environ[var] for var, key in _ENV.items() if os.environ.get(var)}
+    if corpus := os.environ.get("EVIDENT_CORPUS"):
         out["corpus"] = [p for p in corpus.split(os.pathsep) if p]
     return out
 
@@ -356,8 +382,8 @@ def file_settings(config: str | Path | None) -> dict[str, Any]:
         if key == SERVER_SECTION:
             continue
         if isinstance(value, dict) and key in {"model", "alignment", "retrieval", "output"}:
-            names = _MODEL_KEYS if key == "model" else {}
-            flat.update({names.get(k, k): v for k, v in value.items()})
+            names: dict[str, str] = _MODEL_KEYS if key == "model" else {}
+            flat.update({names.get(str(k), str(k)): v for k, v in value.items()})
         else:
             flat[key] = value
     if "corpus" in flat:

@@ -7,12 +7,14 @@ from these types, and `typing.TypedDict` on Python 3.11 makes that endpoint fail
 from __future__ import annotations
 
 import copy
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, NotRequired, Required, TypeVar
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph.message import add_messages
-from typing_extensions import NotRequired, Required, TypedDict
+from typing_extensions import TypedDict
 
+from evident.context import Mode
 from evident.llm.replies import BatchExtraction, merge_extractions
 from evident.models import (
     AlignmentDecision,
@@ -24,19 +26,24 @@ from evident.models import (
     SourceDocument,
     SourceError,
     SourceRun,
+    Status,
 )
 
+_T = TypeVar("_T")
+GeneratedBy = Literal["model", "offline"]  # which measure `verify` applies to the draft
+Unset = Literal[""]  # a per-query field before the step that writes it (a query's start empties it)
 
-class _Fresh(list):  # type: ignore[type-arg]
+
+class _Fresh(list[_T]):
     """A list that replaces what its channel holds instead of being appended to (a query's start).
     A plain list to everything else: stream consumers and JSON see the values, not a wrapper."""
 
 
-class _FreshTimings(dict):  # type: ignore[type-arg]
+class _FreshTimings(dict[str, float]):
     """The timings of a query's first step: they replace the previous query's."""
 
 
-def per_query(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+def per_query(left: list[_T] | None, right: list[_T] | None) -> list[_T]:
     """State reducer: the items of the query's steps add up; the query's first step starts afresh."""
     if isinstance(right, _Fresh):
         return list(right)
@@ -58,15 +65,28 @@ class InputState(TypedDict, total=False):
     principal: NotRequired[Principal | dict[str, Any] | None]
 
 
-class EvidentState(TypedDict, total=False):
+class Outcome(TypedDict, total=False):
+    """How a query ended: its answer, its citations and its status (a query's start empties them)."""
+
+    generated_by: GeneratedBy | Unset
+    removed_sentences: list[str]
+    answer: str
+    citations: list[Citation]
+    status: Status | Unset
+    error: str
+
+
+class OutputState(Outcome, total=False):
+    """What a query returns (the graph's output schema): the answer, its citations and the evidence
+    trail. Every key is there once the query ends (`retrieve` writes them all, `postprocess` the answer)."""
+
     query: Required[str]  # the question this query answers (a follow-up's standalone form)
     # The conversation: kept on a thread, never reset; each query appends its answer (evident/conversation).
     messages: Annotated[list[AnyMessage], add_messages]
     # Written by `rewrite` at every query, so never left over from an earlier one.
     standalone_query: str
     rewrite: Rewrite | None
-    principal: Principal | dict[str, Any] | None
-    mode: str
+    mode: Mode | Unset
     documents: list[SourceDocument]
     retrieved: list[RetrievedRef]
     source_errors: Annotated[list[SourceError], per_query]
@@ -78,20 +98,92 @@ class EvidentState(TypedDict, total=False):
     extraction_notes: list[str]  # per extraction call: the request shape used, how its reply was read
     alignment: list[AlignmentDecision]
     verified: list[AlignmentDecision]
+    timings_ms: Annotated[dict[str, float], merge_timings]
+
+
+class EvidentState(OutputState, total=False):
+    """The shared state the nodes read: what a query returns, who asked, and the unchecked draft."""
+
+    principal: Principal | dict[str, Any] | None
+    draft: str  # the answer before `verify` checked it
+
+
+# -- what each step writes (a partial update of the state) ---------------------------------------------
+
+
+class Timed(TypedDict, total=False):
+    timings_ms: dict[str, float]  # the step's own time, under its name
+
+
+class RewriteUpdate(Timed, total=False):
+    query: str
+    standalone_query: str
+    rewrite: Rewrite
+    messages: Sequence[BaseMessage]  # removals of a refused conversation's messages
+
+
+class ExtractBatch(TypedDict):
+    """The `Send` payload of one `extract_batch` task: the documents of one extraction call."""
+
+    query: str
+    batch: int
+    of: int
+    documents: list[SourceDocument]
+
+
+class ExtractUpdate(Timed, total=False):
+    """`extract_batch` (its batch's `extractions`) and `extract` (the merged `passages`)."""
+
+    mode: Mode
+    passages: list[Passage]
+    extractions: list[BatchExtraction] | None  # None empties the channel (merge_extractions)
+    extraction_notes: list[str]
+    model_errors: list[SourceError]
+
+
+class AlignUpdate(Timed, total=False):
+    alignment: list[AlignmentDecision]
+    verified: list[AlignmentDecision]
+
+
+class QueryStart(AlignUpdate, Outcome, total=False):
+    """`retrieve`, the first step of a query: every per-query field, emptied unless it set it."""
+
+    mode: Mode | Unset
+    passages: list[Passage]
+    extractions: list[BatchExtraction] | None
+    extraction_notes: list[str]
+    model_errors: list[SourceError]
+    principal: Principal | dict[str, Any] | None
+    documents: list[SourceDocument]
+    retrieved: list[RetrievedRef]
+    source_errors: list[SourceError]
+    source_runs: list[SourceRun]
+    notes: list[str]
     draft: str
-    generated_by: str  # "model" or "offline": which measure verify applies to the draft
+
+
+class DraftUpdate(Timed, total=False):
+    """`insufficient`, `generate` and `verify`: the draft answer and how it was written."""
+
+    draft: str
+    citations: list[Citation]
+    generated_by: GeneratedBy
     removed_sentences: list[str]
+    model_errors: list[SourceError]
+
+
+class PostprocessUpdate(Timed, total=False):
     answer: str
     citations: list[Citation]
-    status: str
-    error: str
-    timings_ms: Annotated[dict[str, float], merge_timings]
+    status: Status
+    messages: Sequence[BaseMessage]  # the answer, and removals when the thread reaches its limits
 
 
 # Every field a query writes, with its empty value: a thread's next query starts from these.
 # Not here: `query`, `standalone_query` and `rewrite` (the `rewrite` step writes them at every query, before
 # this reset), and `messages` (the thread's conversation, which outlives its queries).
-_PER_QUERY: dict[str, Any] = {
+_PER_QUERY: QueryStart = {
     "mode": "", "documents": [], "retrieved": [], "source_errors": [], "source_runs": [], "model_errors": [],
     "notes": [], "passages": [], "extractions": [], "extraction_notes": [], "alignment": [], "verified": [],
     "draft": "",
@@ -100,14 +192,14 @@ _PER_QUERY: dict[str, Any] = {
 }
 
 
-def start_of_query(update: dict[str, Any]) -> dict[str, Any]:
+def start_of_query(update: QueryStart) -> QueryStart:
     """The first node's `update`, completed so that nothing of a previous query on the same thread
     (a checkpointed thread, a server's thread) survives: every per-query field not in `update` is
     emptied, and the accumulating ones (`source_errors`, `model_errors`, ...) are replaced, not
     appended to."""
-    out = {**copy.deepcopy(_PER_QUERY), **update}
-    out["source_errors"] = _Fresh(out["source_errors"])
-    out["model_errors"] = _Fresh(out["model_errors"])
+    out: QueryStart = {**copy.deepcopy(_PER_QUERY), **update}
+    out["source_errors"] = _Fresh(out.get("source_errors") or [])
+    out["model_errors"] = _Fresh(out.get("model_errors") or [])
     out["extractions"] = None  # merge_extractions empties the list on None
-    out["timings_ms"] = _FreshTimings(out["timings_ms"])
+    out["timings_ms"] = _FreshTimings(out.get("timings_ms") or {})
     return out

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
+from evident.alignment import drops
 from evident.alignment.cache import DEFAULT_CACHE, IndexCache
-from evident.alignment.models import AlignmentDecision, Passage, SourceDocument, Substitution
+from evident.alignment.models import Action, AlignmentDecision, Passage, SourceDocument, Substitution
 from evident.alignment.overlap import PassageUnits, passage_units
 from evident.alignment.quote import Quote, build_quote, edge_punctuation, extend_span
 from evident.alignment.spans import occurrences
@@ -116,12 +117,13 @@ def align(
         found = by_url.get(url)
         return found if found is not None else by_key.get(_url_key(url))
 
-    def decision(p: Passage, action: str, doc: int | None, overlap: float, final: float,
+    def decision(p: Passage, action: Action, doc: int | None, overlap: float, final: float,
                  quote: Quote | None, reason: str) -> AlignmentDecision:
         spans = quote.spans if quote is not None and doc is not None else []
         return AlignmentDecision(
-            passage_id=p.passage_id, action=action,  # type: ignore[arg-type]
-            url=docs[doc].url if doc is not None else "", original_url=p.url, overlap=round(overlap, 6), final_overlap=round(final, 6), spans=spans,
+            passage_id=p.passage_id, action=action,
+            url=docs[doc].url if doc is not None else "", original_url=p.url,
+            overlap=round(overlap, 6), final_overlap=round(final, 6), spans=spans,
             quote=quote_of(docs[doc].content, spans) if doc is not None else "",
             substitutions=quote.substitutions if quote is not None and doc is not None else [],
             reason=reason, content=p.content,
@@ -130,9 +132,9 @@ def align(
     units = [passage_units(p.content, n) for p in ps]
     results: list[AlignmentDecision | None] = [None] * len(ps)
     pending: list[int] = []
-    for k, (p, u) in enumerate(zip(ps, units)):
+    for k, (p, u) in enumerate(zip(ps, units, strict=True)):
         if not u.total:
-            results[k] = decision(p, "dropped", None, 0.0, 0.0, None, "the passage has no words")
+            results[k] = decision(p, "dropped", None, 0.0, 0.0, None, drops.NO_WORDS)
             continue
         c = cited(p.url)
         if c is not None and len(u.segments) == 1 and threshold < 1.0:
@@ -220,20 +222,20 @@ def align(
             if q_c is not None:
                 results[k] = decision(p, _classify(q_c, ov_c, threshold), c, ov_c, ov_c, q_c, "")
             else:
-                results[k] = decision(p, "dropped", None, 0.0, 0.0, None,
-                                      f"no retrieved document supports the passage (overlap 0 with {where})")
+                results[k] = decision(p, "dropped", None, 0.0, 0.0, None, drops.UNSUPPORTED.format(where=where))
 
     out: list[AlignmentDecision] = []
-    for r in results:
-        assert r is not None
-        if r.action != "dropped" and not r.spans:
-            r = r.model_copy(update={"action": "dropped", "url": "", "quote": "", "substitutions": [],
-                                     "reason": "no span of the source could be located"})
-        elif not r.reason:
-            r = r.model_copy(update={"reason": _REASONS[r.action].format(
-                ov=r.overlap, t=threshold, k=len(r.substitutions), s="" if len(r.substitutions) == 1 else "s",
-            ) + _describe_subs(r.substitutions)})
-        out.append(r)
+    for made in results:
+        assert made is not None
+        if made.action != "dropped" and not made.spans:
+            made = made.model_copy(update={"action": "dropped", "url": "", "quote": "", "substitutions": [],
+                                           "reason": drops.NO_SPAN})
+        elif not made.reason:
+            subs = made.substitutions
+            made = made.model_copy(update={"reason": _REASONS[made.action].format(
+                ov=made.overlap, t=threshold, k=len(subs), s="" if len(subs) == 1 else "s",
+            ) + _describe_subs(subs)})
+        out.append(made)
     return out
 
 
@@ -261,7 +263,7 @@ def _rank(q: Quote) -> int:
     return (2 if not q.substitutions else 1) if q.complete else 0
 
 
-def _classify(q: Quote, overlap: float, threshold: float) -> str:
+def _classify(q: Quote, overlap: float, threshold: float) -> Action:
     """kept, corrected or truncated, for a quote taken from the cited document (docs/alignment.md)."""
     if q.complete and q.substitutions:
         return "corrected"

@@ -83,4 +83,4 @@ class UnitCounts:
         if not len(found):
             return dict.fromkeys(units, 0)
         pos = np.minimum(np.searchsorted(found, ids), len(found) - 1)
-        return dict(zip(units, np.where(found[pos] == ids, n[pos], 0).tolist()))
+        return dict(zip(units, np.where(found[pos] == ids, n[pos], 0).tolist(), strict=False))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from evident.alignment import drops
 from evident.alignment.models import AlignmentDecision
 
 # A line that only titles what follows: Markdown ATX / setext headings, a bold-only line.
@@ -28,10 +29,10 @@ def is_heading_only(text: str) -> bool:
 def evidence_problem(text: str, min_tokens: int) -> str | None:
     """Why `text` cannot count as evidence, or None when it can."""
     if is_heading_only(text):
-        return "the passage is only a heading"
+        return drops.HEADING_ONLY
     found = len(_content_tokens(text))
     if found < min_tokens:
-        return f"the passage has {found} content token(s), fewer than the {min_tokens} evidence needs"
+        return drops.TOO_FEW_WORDS.format(found=found, needed=min_tokens)
     return None
 
 
@@ -41,7 +42,7 @@ def drop_non_evidence(decision: AlignmentDecision, min_tokens: int) -> Alignment
         return decision
     # The quote may have lost the heading's markup ("# "), which the passage as extracted still has.
     heading = is_heading_only(decision.content)
-    problem = "the passage is only a heading" if heading else evidence_problem(
+    problem = drops.HEADING_ONLY if heading else evidence_problem(
         decision.quote or decision.content, min_tokens)
     if problem is None:
         return decision

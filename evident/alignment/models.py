@@ -37,7 +37,7 @@ class SourceDocument(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _fill_hash(self) -> "SourceDocument":
+    def _fill_hash(self) -> SourceDocument:
         if not self.content_hash:
             self.content_hash = content_hash(self.content)
         return self

@@ -183,7 +183,7 @@ def _normalize_vectorised(text: str) -> tuple[str, OffsetMap] | None:
     ns = special + np.cumsum(grown) - grown  # where each special character's form starts
     chunks = []
     prev = 0
-    for pos, k in zip(special.tolist(), special_forms.tolist()):
+    for pos, k in zip(special.tolist(), special_forms.tolist(), strict=False):
         chunks.append(out[prev:pos])
         chunks.append(np.fromiter(map(ord, forms[k]), dtype=np.uint32, count=len(forms[k])))
         prev = pos + 1

@@ -94,7 +94,7 @@ def passage_units(content: str, n: int) -> PassageUnits:
     bucket: list[str] = []
     first = 0
     cut_i = 0
-    for i, (tok, start) in enumerate(zip(toks.tokens, toks.starts)):
+    for i, (tok, start) in enumerate(zip(toks.tokens, toks.starts, strict=True)):
         if cut_i < len(cuts) and start >= cuts[cut_i]:
             while cut_i < len(cuts) and start >= cuts[cut_i]:
                 cut_i += 1

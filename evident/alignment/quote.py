@@ -61,7 +61,7 @@ def _one_statement(doc: DocumentIndex, last: int, first: int) -> bool:
 def _merge(seg: int, seg_len: int, pieces: list[Piece], starts: list[int], bridge: int, doc: DocumentIndex,
            n: int) -> list[Stretch]:
     out: list[Stretch] = []
-    for piece, start in zip(pieces, starts):
+    for piece, start in zip(pieces, starts, strict=False):
         st = Stretch(seg, piece.p_first, piece.p_last, start, start + (piece.p_last - piece.p_first))
         _trim(st, seg_len, doc, n)
         p_first, p_last, d_first, d_last = st.p_first, st.p_last, st.d_first, st.d_last
@@ -280,7 +280,7 @@ def build_quote(
     starts = choose_occurrences(pieces, unlike)
     stretches: list[Stretch] = []
     for si, seg in enumerate(units.segments):
-        mine = [(p, s) for p, s, k in zip(pieces, starts, seg_of) if k == si]
+        mine = [(p, s) for p, s, k in zip(pieces, starts, seg_of, strict=False) if k == si]
         if not mine:
             continue
         merged = _merge(si, len(seg.tokens), [p for p, _ in mine], [s for _, s in mine], bridge, doc, units.n)

@@ -34,7 +34,7 @@ def align_reference(
             for i in range(len(ptoks) - n + 1):
                 if grams[tuple(ptoks[i : i + n])]:
                     keep[i : i + n] = [True] * n
-            action, text = "truncated", " ".join(t for t, k in zip(ptoks, keep) if k)
+            action, text = "truncated", " ".join(t for t, k in zip(ptoks, keep, strict=True) if k)
         else:
             for u, dtext in texts.items():
                 if u != p["url"] and _overlap(ptoks, words(dtext), n) > threshold:

@@ -147,4 +147,4 @@ def choose_occurrences(pieces: list[Piece], unlike: Callable[[int, int, int], in
         idx = back[idx]
         chosen.append(idx)
     chosen.reverse()
-    return [p.candidates[j] for p, j in zip(pieces, chosen)]
+    return [p.candidates[j] for p, j in zip(pieces, chosen, strict=False)]

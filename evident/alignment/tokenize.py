@@ -18,8 +18,16 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from evident.alignment.normalize import OffsetMap, nfkc_casefold, normalize_with_map
+
+if TYPE_CHECKING:  # numpy is imported where it is used, so that `import evident.alignment` stays cheap
+    import numpy as np
+    import numpy.typing as npt
+
+    Offsets = npt.NDArray[np.int64]
+    Mask = npt.NDArray[np.bool_]
 
 
 def is_word_char(ch: str) -> bool:
@@ -57,23 +65,52 @@ def tokenize(text: str) -> Tokens:
     """Tokenize a (short) text; documents go through `DocumentIndex`, which is vectorised."""
     if text.isascii():
         spans = [m.span() for m in _ASCII_WORD.finditer(text)]
-        starts, ends = zip(*spans) if spans else ((), ())
+        starts, ends = zip(*spans, strict=True) if spans else ((), ())
         return Tokens(text, tuple(_ASCII_WORD.findall(text.lower())), starts, ends)
     norm, omap = normalize_with_map(text)
-    starts, ends, tstring = _analyse(norm)
+    firsts, lasts, tstring = _analyse(norm)
     return Tokens(
         text,
         tuple(tstring.split()),
-        tuple(omap.start(int(x)) for x in starts),
-        tuple(omap.end(int(x)) for x in ends),
+        tuple(omap.start(int(x)) for x in firsts),
+        tuple(omap.end(int(x)) for x in lasts),
     )
 
 
+_BMP_WORD: list[re.Pattern[str]] = []
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+
+
+def bmp_word_pattern() -> re.Pattern[str]:
+    """`is_word_char` as a regular expression, for text without astral characters: `\\w` (what
+    `str.isalnum()` accepts, and "_") plus the combining marks of the word-character table."""
+    if not _BMP_WORD:
+        import numpy as np
+
+        codes = np.flatnonzero(_word_table())
+        marks = codes[~np.fromiter((chr(c).isalnum() or c == 95 for c in codes.tolist()), dtype=bool,
+                                   count=len(codes))]
+        cut = np.flatnonzero(np.diff(marks) != 1)
+        firsts, lasts = marks[np.r_[0, cut + 1]].tolist(), marks[np.r_[cut, len(marks) - 1]].tolist()
+        runs = "".join(f"{chr(a)}-{chr(b)}" for a, b in zip(firsts, lasts, strict=True))
+        _BMP_WORD.append(re.compile(rf"[\w{runs}]+"))
+    return _BMP_WORD[0]
+
+
 def words(text: str) -> list[str]:
-    """Normalised tokens without offsets."""
+    """Normalised tokens without offsets: the one plain word tokenizer (`evident.alignment.lexicon.words`).
+
+    `tokenize` gives the same tokens with their offsets into the original text; use it only where a
+    span or the text as written is needed.
+    """
     if text.isascii():
         return _ASCII_WORD.findall(text.lower())
-    return _analyse(nfkc_casefold(text))[2].split()
+    norm = nfkc_casefold(text)
+    # A sentence is too short for the vectorised path's fixed cost; astral characters (rare) take it.
+    if not _ASTRAL.search(norm):
+        found: list[str] = bmp_word_pattern().findall(norm)
+        return found
+    return _analyse(norm)[2].split()
 
 
 @dataclass
@@ -105,7 +142,7 @@ class DocumentIndex:
             tpos[0] = 1
             np.cumsum(lens[:-1] + 1, out=tpos[1:])
             tpos[1:] += 1
-            self._tpos = tpos
+            self._tpos: Offsets | None = tpos
         else:
             self._tpos = None
 
@@ -117,6 +154,7 @@ class DocumentIndex:
         """Index of the token that starts at position `tpos` of the token string."""
         import numpy as np
 
+        assert self._tpos is not None, "a position in the token string of a document with no tokens"
         return int(np.searchsorted(self._tpos, tpos))
 
     def span(self, first: int, last: int) -> tuple[int, int]:
@@ -137,24 +175,23 @@ class DocumentIndex:
         return self.tstring[int(self._tpos[first]) : end].split()
 
 
-_WORD_TABLE = None
+_WORD_TABLE: list[Mask] = []
 
 
-def _word_table():  # type: ignore[no-untyped-def]
+def _word_table() -> Mask:
     """Boolean table: is code point i (BMP) a word character? Built once, about 25 ms."""
-    global _WORD_TABLE
-    if _WORD_TABLE is None:
+    if not _WORD_TABLE:
         import numpy as np
 
         category = unicodedata.category
         alnum = np.fromiter((chr(i).isalnum() for i in range(65536)), dtype=bool, count=65536)
         mark = np.fromiter((category(chr(i))[0] == "M" for i in range(65536)), dtype=bool, count=65536)
         alnum[95] = True  # "_"
-        _WORD_TABLE = alnum | mark
-    return _WORD_TABLE
+        _WORD_TABLE.append(alnum | mark)
+    return _WORD_TABLE[0]
 
 
-def _word_mask(norm: str):  # type: ignore[no-untyped-def]
+def _word_mask(norm: str) -> tuple[npt.NDArray[np.uint32], Mask]:
     import numpy as np
 
     cps = np.frombuffer(norm.encode("utf-32-le", "surrogatepass"), dtype="<u4")
@@ -165,7 +202,7 @@ def _word_mask(norm: str):  # type: ignore[no-untyped-def]
     return cps, mask
 
 
-def _analyse(norm: str):  # type: ignore[no-untyped-def]
+def _analyse(norm: str) -> tuple[Offsets, Offsets, str]:
     """Token start/end offsets (in `norm`) and the token string, all in vectorised steps."""
     import numpy as np
 

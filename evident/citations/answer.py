@@ -22,7 +22,10 @@ CITATION = re.compile(r"\[\s*(" + _ABSOLUTE.pattern + r")\s*\]")
 # ids (`[KB-1042]`, `[hr/leave.md]`) or an absolute URL, so "[Home]" or "[1]" stay text.
 BRACKETED = re.compile(r"\[\s*([^\[\]\s]+)\s*\]")
 BULLET = re.compile(r"^(\s*(?:[-*•]|\d{1,3}[.)])\s+)")
+# The one sentence of an answer that needs no citation: "{PREFACE} <what was asked>. {PREFACE_TAIL}",
+# written by the offline composer and asked of a model (prompts/generation.py), recognised by verify.
 PREFACE = "The documentation does not explicitly state"
+PREFACE_TAIL = "Here are some details from the documentation which may help:"
 
 
 @dataclass

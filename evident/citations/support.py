@@ -14,9 +14,10 @@ invented. For model-written sentences the measure is therefore:
    makes the sentence unsupported, and so does restating a negated clause of the passage without
    its negation ("must not be shared" → "must be shared"). Like a number, one word flips the claim.
 3. Content-token recall: the share of the sentence's content tokens (case-folded NFKC word tokens,
-   minus a short list of function words, each reduced by a light suffix stripper so "submitted"
-   matches "submit" and "reports" matches "report") that occur in the passage. The sentence is
-   supported when this share exceeds `EvidentContext.sentence_threshold` (0.8 by default).
+   minus a short list of function words, each reduced by the shared stemmer
+   `evident.alignment.lexicon.stem` so "submitted" matches "submit" and "reports" matches
+   "report") that occur in the passage. The sentence is supported when this share exceeds
+   `EvidentContext.sentence_threshold` (0.8 by default).
 
 Modals, quantifiers and before/after are content words on purpose: "may", "all", "only" and
 "before" change what a sentence claims. Known limit: a long sentence can
@@ -30,10 +31,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 
 from evident.alignment import AlignmentDecision, nfkc_casefold
-from evident.alignment.tokenize import words
+from evident.alignment.lexicon import stem, words
 
 _FUNCTION_WORDS = frozenset(
     """a an the this that these those it its it's they them their theirs there here
@@ -49,23 +49,8 @@ _NOT = "not"
 # A passage's negated clause is "restated" when the sentence has this many of its next content words.
 _NEGATED_CLAUSE = 2
 _NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
-_DOUBLE = re.compile(r"([b-df-hj-np-tv-z])\1$")
 
 SupportScore = Callable[[str, AlignmentDecision], float]
-
-
-@lru_cache(maxsize=65536)
-def stem(token: str) -> str:
-    """A light, deterministic English suffix stripper (not Porter; just enough for inflections)."""
-    if len(token) <= 3 or not token.isalpha():
-        return token
-    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("ly", "")):
-        if token.endswith(suffix) and len(token) - len(suffix) >= 3 and not token.endswith("ss"):
-            token = token[: -len(suffix)] + keep
-            break
-    if token.endswith("e") and len(token) > 3:
-        token = token[:-1]
-    return _DOUBLE.sub(r"\1", token)
 
 
 def content_tokens(text: str) -> list[str]:

@@ -1,12 +1,16 @@
-"""`evident ask`: answer one question, or a JSONL batch, from the configured documents."""
+"""`evident ask`: answer one question from the configured documents (a JSONL batch: `ask_batch`;
+streamed: `ask_stream`), and the `ask --json` shape all three print."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evident.commands.common import QueryError, clean_query, fail, log_warnings_to_stderr, print_json, safe_text, warn
+from evident.commands.common import QueryError, clean_query, fail, log_warnings_to_stderr, print_json, safe_text
+
+if TYPE_CHECKING:
+    from evident.conversation.rule import Turn
 
 ERROR_EXIT = 2
 
@@ -63,12 +67,43 @@ def _context(corpus: list[Path] | None, config: Path | None, index: Path | None)
         fail("ask", str(exc))
 
 
-def _invoke(graph: Any, ctx: Any, query: str, principal: dict[str, Any] | None = None) -> dict[str, Any]:
-    inputs: dict[str, Any] = {"query": query} if principal is None else {"query": query, "principal": principal}
+def graph_inputs(query: str, principal: dict[str, Any] | None, history: Sequence[Turn] = ()) -> dict[str, Any]:
+    """The graph's input for one question, asked as `principal` when one is given. With `history`
+    (a conversation's earlier messages) the question is that conversation's next message."""
+    inputs: dict[str, Any] = {"query": query}
+    if history:
+        turns = [{"role": t.role, "content": t.content} for t in history]
+        inputs = {"messages": [*turns, {"role": "user", "content": query}]}
+    if principal is not None:
+        inputs["principal"] = principal
+    return inputs
+
+
+def failed_state(exc: Exception) -> dict[str, Any]:
+    """The final state of a query the graph raised on: one line for the user, never a traceback."""
+    return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+
+
+def exit_code(res: dict[str, Any]) -> int:
+    return ERROR_EXIT if res["status"] == "error" else 0
+
+
+def print_warnings(console: Any, res: dict[str, Any]) -> None:
+    """Each failing source or model of a result, one terminal-safe line each."""
+    from rich.markup import escape
+
+    for e in res["source_errors"] + res["model_errors"]:
+        console.print(f"[yellow]warning:[/] {escape(safe_text(e['source']))}: {escape(safe_text(e['message']))}")
+
+
+def invoke(
+    graph: Any, ctx: Any, query: str, principal: dict[str, Any] | None = None, history: Sequence[Turn] = ()
+) -> dict[str, Any]:
+    """The final state of one question (an error state, never an exception)."""
     try:
-        return dict(graph.invoke(inputs, context=ctx))
+        return dict(graph.invoke(graph_inputs(query, principal, history), context=ctx))
     except Exception as exc:  # one failing query must not take the batch (or a traceback) with it
-        return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+        return failed_state(exc)
 
 
 def citations_table(citations: list[dict[str, Any]]) -> Any:
@@ -92,8 +127,7 @@ def _print_human(res: dict[str, Any]) -> None:
     out = Console(highlight=False, soft_wrap=True)
     out.print(f"[bold]Q:[/] {escape(safe_text(res['query']))}")
     out.print(f"[bold]Status:[/] {escape(safe_text(res['status']))}")
-    for e in res["source_errors"] + res["model_errors"]:
-        out.print(f"[yellow]warning:[/] {escape(safe_text(e['source']))}: {escape(safe_text(e['message']))}")
+    print_warnings(out, res)
     out.print()
     out.print(escape(safe_text(res["answer"])))
     if res["citations"]:
@@ -139,75 +173,14 @@ def run(
         return run_stream(graph, ctx, question, principal, json_out)
     if batch is None:
         assert question is not None
-        res = result_json(_invoke(graph, ctx, question, principal), question)
+        res = result_json(invoke(graph, ctx, question, principal), question)
         if json_out:
             print_json(res)
         elif res["status"] == "error":
             fail("ask", res.get("error", "the query failed"))
         else:
             _print_human(res)
-        return ERROR_EXIT if res["status"] == "error" else 0
-    return _run_batch(graph, ctx, batch, json_out, principal)
+        return exit_code(res)
+    from evident.commands.ask_batch import run_batch
 
-
-def _read_batch(batch: Path) -> list[tuple[int, Any, Any, str | None]]:
-    """(line number, id, query, problem) for every non-blank line."""
-    try:
-        raw = batch.read_bytes()
-    except OSError as exc:
-        fail("ask", f"{batch}: cannot read: {exc}")
-    items: list[tuple[int, Any, Any, str | None]] = []
-    # Lines are split as bytes and decoded one by one: one undecodable line is that line's error.
-    for no, data in enumerate(raw.removeprefix(b"\xef\xbb\xbf").splitlines(), 1):
-        try:
-            line = data.decode("utf-8")
-        except UnicodeDecodeError:
-            items.append((no, None, None, f"{batch}:{no}: not valid UTF-8 text"))
-            continue
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            items.append((no, None, None, f"{batch}:{no}: invalid JSON ({exc.msg})"))
-            continue
-        if not isinstance(obj, dict):
-            items.append((no, None, None, f"{batch}:{no}: expected a JSON object with id and query"))
-        elif not isinstance(obj.get("query"), str):
-            items.append((no, obj.get("id"), None, f'{batch}:{no}: missing string field "query"'))
-        else:
-            try:
-                items.append((no, obj.get("id", no), clean_query(obj["query"]), None))
-            except QueryError as exc:
-                items.append((no, obj.get("id"), None, f"{batch}:{no}: {exc}"))
-    if not items:
-        fail("ask", f"{batch}: no queries (the file is empty)")
-    return items
-
-
-def _run_batch(graph: Any, ctx: Any, batch: Path, json_out: bool, principal: dict[str, Any] | None = None) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    items = _read_batch(batch)
-    failures = 0
-    err = Console(stderr=True)
-    with Progress(TextColumn("[bold]answering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=False) as bar:
-        task = bar.add_task("batch", total=len(items))
-        for no, qid, query, problem in items:
-            if problem is not None:
-                res = error_json(query, problem, qid, line=no)
-                warn("ask", problem)
-            else:
-                res = result_json(_invoke(graph, ctx, query, principal), query, qid)
-            failures += res["status"] == "error"
-            if json_out:
-                print_json(res)
-            else:
-                line = f"{qid} {res['status']}: {res['answer'] or res.get('error', '')}"
-                bar.console.print(safe_text(line), markup=False, highlight=False)
-            bar.advance(task)
-    if failures:
-        warn("ask", f"{failures} of {len(items)} queries failed")
-    return 1 if failures else 0
+    return run_batch(graph, ctx, batch, json_out, principal)

@@ -19,22 +19,18 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from evident.commands.ask import ERROR_EXIT, citations_table, result_json
+from evident.commands.ask import citations_table, exit_code, failed_state, graph_inputs, print_warnings, result_json
 from evident.commands.common import print_json, safe_text
 from evident.graph.tracing import describe, summarize
-
-
-def _token_text(message: Any) -> str:
-    from evident.llm.models import text_of
-
-    return text_of(message)
+from evident.llm.replies import text_of
+from evident.nodes.names import GENERATE
 
 
 def _is_answer_token(item: Any) -> bool:
     from langchain_core.messages import AIMessage, AIMessageChunk
 
     message, meta = item
-    return isinstance(message, (AIMessage, AIMessageChunk)) and (meta or {}).get("langgraph_node") == "generate"
+    return isinstance(message, (AIMessage, AIMessageChunk)) and (meta or {}).get("langgraph_node") == GENERATE
 
 
 def _same(a: str, b: str) -> bool:
@@ -42,9 +38,7 @@ def _same(a: str, b: str) -> bool:
 
 
 def run_stream(graph: Any, ctx: Any, question: str, principal: dict[str, Any] | None, json_out: bool) -> int:
-    inputs: dict[str, Any] = {"query": question}
-    if principal is not None:
-        inputs["principal"] = principal
+    inputs = graph_inputs(question, principal)
     model = ctx.model if ctx.resolved_mode == "llm" else None
     state: dict[str, Any] = {}
     streamed: list[str] = []
@@ -61,7 +55,7 @@ def run_stream(graph: Any, ctx: Any, question: str, principal: dict[str, Any] | 
                     else:
                         print(f"· {safe_text(describe(node, summary))}", file=sys.stderr, flush=True)
             elif mode == "messages" and _is_answer_token(item):
-                text = _token_text(item[0])
+                text = text_of(item[0])
                 if not text:
                     continue
                 streamed.append(text)
@@ -71,13 +65,13 @@ def run_stream(graph: Any, ctx: Any, question: str, principal: dict[str, Any] | 
                     sys.stdout.write(safe_text(text))
                     sys.stdout.flush()
     except Exception as exc:  # one clear line, as `ask` does, never a traceback
-        final = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+        final = failed_state(exc)
     res = result_json(final, question)
     if json_out:
         print_json({"event": "result", **res})
     else:
         _print_final(res, "".join(streamed))
-    return ERROR_EXIT if res["status"] == "error" else 0
+    return exit_code(res)
 
 
 def _print_final(res: dict[str, Any], draft: str) -> None:
@@ -103,7 +97,6 @@ def _print_final(res: dict[str, Any], draft: str) -> None:
     err.print(f"[bold]Status:[/] {escape(safe_text(res['status']))}")
     if res.get("acl_dropped"):
         err.print(f"[dim]{res['acl_dropped']} retrieved document(s) hidden: you may not see them[/]")
-    for e in res["source_errors"] + res["model_errors"]:
-        err.print(f"[yellow]warning:[/] {escape(safe_text(e['source']))}: {escape(safe_text(e['message']))}")
+    print_warnings(err, res)
     if res["citations"]:
         out.print(citations_table(res["citations"]))

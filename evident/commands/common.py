@@ -6,7 +6,8 @@ import json
 import logging
 import re
 import sys
-from typing import Any, NoReturn
+from collections.abc import Iterator
+from typing import Any, NamedTuple, NoReturn
 
 import typer
 
@@ -72,6 +73,34 @@ def log_warnings_to_stderr() -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(_TerminalSafeFormatter("evident: warning: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
+
+
+class JsonlLine(NamedTuple):
+    number: int
+    value: Any = None  # the line's JSON value
+    error: UnicodeDecodeError | json.JSONDecodeError | None = None  # why the line could not be read
+
+
+def jsonl_lines(raw: bytes) -> Iterator[JsonlLine]:
+    """Each non-blank line of a JSONL file's bytes (a UTF-8 BOM skipped), numbered from 1.
+
+    Lines are split as bytes and decoded one by one, so an undecodable or broken line is that line's
+    `error` and the lines after it are still read; each command decides what a bad line means.
+    """
+    for number, data in enumerate(raw.removeprefix(b"\xef\xbb\xbf").splitlines(), start=1):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield JsonlLine(number, error=exc)
+            continue
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield JsonlLine(number, error=exc)
+            continue
+        yield JsonlLine(number, value)
 
 
 def print_json(data: Any) -> None:

@@ -111,9 +111,8 @@ def run(
 
 def _print_human(result: Any, out: Path | None) -> None:
     from rich.console import Console
-    from rich.table import Table
-
     from rich.markup import escape
+    from rich.table import Table
 
     from evident.eval.report import num
 

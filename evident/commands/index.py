@@ -21,7 +21,13 @@ def run(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from evident.connectors.index.embedded import IndexFileError, IndexStats, LocalIndex, default_index_path, rebuild_index
+    from evident.connectors.index.embedded import (
+        IndexFileError,
+        IndexStats,
+        LocalIndex,
+        default_index_path,
+        rebuild_index,
+    )
     from evident.connectors.index.loaders import CorpusError, CorpusLimits
     from evident.context import ConfigError, EvidentContext
 

@@ -76,7 +76,7 @@ def _probe_server(report: ModelReport, base_url: str | None, key: str, timeout_s
     """/v1/models and /props; sets `reachable` (fails the command when the server does not answer)."""
     import httpx
 
-    from evident.llm.models import server_root
+    from evident.llm.servers import server_root
 
     root = base_url or "https://api.openai.com/v1"
     with httpx.Client(timeout=timeout_s, headers={"Authorization": f"Bearer {key}"}) as client:
@@ -119,7 +119,9 @@ def _probe_calls(report: ModelReport, ctx: Any) -> None:
     from evident.alignment.evidence import drop_non_evidence
     from evident.alignment.models import SourceDocument
     from evident.llm.extraction import extract_with_model, forget_rungs
-    from evident.llm.models import Models, describe_failure, text_of
+    from evident.llm.failures import describe_failure
+    from evident.llm.models import Models
+    from evident.llm.replies import text_of
     from evident.nodes.generate import generate_with_model
 
     models = Models()
@@ -173,7 +175,8 @@ def _probe_calls(report: ModelReport, ctx: Any) -> None:
 
 
 def _recommend(report: ModelReport, ctx: Any) -> dict[str, Any]:
-    from evident.llm.models import DEFAULT_REPLY_TOKENS, OPENAI_CONCURRENCY, is_openai
+    from evident.llm.models import DEFAULT_REPLY_TOKENS
+    from evident.llm.servers import OPENAI_CONCURRENCY, is_openai
 
     out: dict[str, Any] = {}
     if report.structured_output:
@@ -191,7 +194,8 @@ def _recommend(report: ModelReport, ctx: Any) -> dict[str, Any]:
 
 
 def check(ctx: Any) -> ModelReport:
-    from evident.llm.models import ModelFailure, ModelSettings
+    from evident.llm.failures import ModelFailure
+    from evident.llm.models import ModelSettings
 
     if not ctx.model:
         fail(COMMAND, "no model is configured: set EVIDENT_MODEL (or [model] name in evident.toml)")

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,9 @@ def _context(config: Path | None) -> Any:
 def _raw_sources(ctx: Any) -> list[Any]:
     """The configured sources; with none, the default corpus is the one source there is."""
     if ctx.sources:
-        extra: list[dict[str, Any]] = [{"name": "local", "type": "local", "paths": list(ctx.corpus)}] if ctx.corpus else []
+        extra: list[dict[str, Any]] = (
+            [{"name": "local", "type": "local", "paths": list(ctx.corpus)}] if ctx.corpus else []
+        )
         if extra and ctx.index_path:
             extra[0]["index_path"] = ctx.index_path
         names = {s.get("name") for s in ctx.sources if isinstance(s, dict)}
@@ -51,7 +54,8 @@ def check_sources(ctx: Any, query: str = PROBE_QUERY) -> list[dict[str, Any]]:
     built = {s.name: s for s in sources}
     rows = []
     for position, raw in enumerate(raws, start=1):
-        name = raw.get("name") if isinstance(raw, dict) and isinstance(raw.get("name"), str) else f"#{position}"
+        label = raw.get("name") if isinstance(raw, dict) else None
+        name = label if isinstance(label, str) else f"#{position}"
         run = runs.get(name)
         source = built.get(name)
         rows.append({
@@ -90,14 +94,27 @@ def run(config: Path | None, *, query: str, json_out: bool) -> int:
     return 0 if healthy else 1
 
 
+def _skip_warning(source: str) -> Callable[[Any, str], None]:
+    """What `evident index` says about a file, page or loaded item of `source` that it skipped."""
+    return lambda what, why: warn("index", f"{source}: skipped {what}: {why}")
+
+
 def run_index(config: Path, only: list[str], json_out: bool) -> int:
     """Refresh the index of every local, docs and loader source in `config` (or of the ones named in `only`)."""
-    from evident.connectors.config import DocsSettings, LocalSettings, crawl_settings, docs_index_path, parse_settings
-    from evident.connectors.config import LoaderSettings, build_loader, loader_index_path
-    from evident.connectors.remote.docs_index import refresh_docs_index
-    from evident.connectors.index.loader_source import LoaderMapping, refresh_loader_index
+    from evident.connectors.config import (
+        DocsSettings,
+        LoaderSettings,
+        LocalSettings,
+        build_loader,
+        crawl_settings,
+        docs_index_path,
+        loader_index_path,
+        parse_settings,
+    )
     from evident.connectors.index.embedded import IndexFileError, LocalIndex, default_index_path
+    from evident.connectors.index.loader_source import LoaderMapping, refresh_loader_index
     from evident.connectors.index.loaders import CorpusError, CorpusLimits
+    from evident.connectors.remote.docs_index import refresh_docs_index
     from evident.connectors.source import SourceConfigError, SourceFailure
 
     ctx = _context(config)
@@ -119,14 +136,14 @@ def run_index(config: Path, only: list[str], json_out: bool) -> int:
                 target = settings.path(settings.index_path) if settings.index_path else default_index_path(paths)
                 with LocalIndex(target, limits=CorpusLimits.from_settings(settings)) as index:
                     # One transaction: a vanished or renamed path can never leave the index empty.
-                    stats = index.refresh(paths, on_skip=lambda f, why: warn("index", f"{row['name']}: skipped {f}: {why}"))
+                    stats = index.refresh(paths, on_skip=_skip_warning(row["name"]))
                     row.update(index=str(target), documents=index.count(), added=stats.added,
                                updated=stats.updated, removed=stats.removed, status="ok")
             elif isinstance(settings, DocsSettings):
                 target = docs_index_path(settings)
                 refreshed = refresh_docs_index(
                     crawl_settings(settings), target,
-                    on_skip=lambda url, why: warn("index", f"{row['name']}: skipped {url}: {why}"),
+                    on_skip=_skip_warning(row["name"]),
                 )
                 row.update(index=str(target), documents=refreshed.pages, added=refreshed.added,
                            updated=refreshed.updated, removed=refreshed.removed, fetched=refreshed.fetched,
@@ -134,10 +151,10 @@ def run_index(config: Path, only: list[str], json_out: bool) -> int:
             elif isinstance(settings, LoaderSettings):
                 target = loader_index_path(settings)
                 loaded = refresh_loader_index(
-                    build_loader(settings), LoaderMapping(source_name=settings.name, source_type=settings.source_type or "",
-                                                          url_template=settings.url_template,
-                                                          max_documents=settings.max_documents),
-                    target, on_skip=lambda what, why: warn("index", f"{row['name']}: skipped {what}: {why}"),
+                    build_loader(settings),
+                    LoaderMapping(source_name=settings.name, source_type=settings.source_type or "",
+                                  url_template=settings.url_template, max_documents=settings.max_documents),
+                    target, on_skip=_skip_warning(row["name"]),
                 )
                 row.update(index=str(target), documents=loaded.pages, added=loaded.added, updated=loaded.updated,
                            removed=loaded.removed, status="ok")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evident.alignment.models import AlignmentDecision
+from evident.commands.common import jsonl_lines
 
 COMMAND = "verify"
 USAGE_ERROR = 2
@@ -43,8 +44,9 @@ def _json_type(value: Any) -> str:
     return "an object"
 
 
-def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line of a JSONL file."""
+def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a JSONL file; `InputError` names the first
+    bad line (not UTF-8, not JSON, not an object)."""
     if not path.exists():
         raise InputError(f"{path}: no such file")
     if path.is_dir():
@@ -54,19 +56,11 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     out: list[tuple[int, dict[str, Any]]] = []
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if number == 1 and line.startswith(b"\xef\xbb\xbf"):
-            line = line[3:]
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError(f"{path}:{number}: not valid UTF-8") from None
-        if not text.strip():
-            continue
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+    for number, value, error in jsonl_lines(raw):
+        if isinstance(error, UnicodeDecodeError):
+            raise InputError(f"{path}:{number}: not valid UTF-8")
+        if isinstance(error, json.JSONDecodeError):
+            raise InputError(f"{path}:{number}: invalid JSON: {error.msg} (column {error.colno})")
         if not isinstance(value, dict):
             raise InputError(f"{path}:{number}: expected a JSON object, got {_json_type(value)}")
         out.append((number, value))
@@ -95,7 +89,7 @@ def _field(path: Path, number: int, obj: dict[str, Any], names: tuple[str, ...],
 
 def load_documents(path: Path) -> list[dict[str, str]]:
     docs = []
-    for number, obj in _read_jsonl(path):
+    for number, obj in read_jsonl(path):
         url = _field(path, number, obj, ("url",), allow_empty=False)
         content = _field(path, number, obj, ("content", "text"))
         docs.append({"url": url, "content": content})
@@ -106,7 +100,7 @@ def load_documents(path: Path) -> list[dict[str, str]]:
 
 def load_passages(path: Path) -> list[dict[str, str]]:
     passages = []
-    for number, obj in _read_jsonl(path):
+    for number, obj in read_jsonl(path):
         pid = _field(path, number, obj, ("passage_id",), allow_int=True, allow_empty=False)
         url = _field(path, number, obj, ("url",))
         content = _field(path, number, obj, ("content", "passage"))

@@ -159,7 +159,8 @@ def _from_dict(value: dict[Any, Any]) -> Acl:
         if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
             raise AclError(f"acl '{key}' must be a list of strings")
         names[key] = frozenset(_fold(item) for item in items if item.strip())
-    return Acl(public=flags["public"], authenticated=flags["authenticated"], users=names["users"], groups=names["groups"])
+    return Acl(public=flags["public"], authenticated=flags["authenticated"], users=names["users"],
+               groups=names["groups"])
 
 
 def may_see(

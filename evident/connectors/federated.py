@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, Unpack
 from urllib.parse import urlsplit, urlunsplit
 
 from langchain_core.callbacks import (
@@ -33,16 +33,15 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, model_validator
 
 from evident.connectors.acl import PrincipalError, coerce_principal
 from evident.connectors.base import to_langchain_document
-from evident.connectors.source import (
-    AccessReport,
-    Source,
-    SourceFailure,
-)
+from evident.connectors.source import AccessOptions, Source, SourceFailure
 from evident.connectors.source_call import (
+    SourceAnswer,
+    SourceCallError,
     acall_untraced,
     as_source_error,
     call_untraced,
@@ -55,6 +54,8 @@ from evident.models import Principal, SourceDocument, SourceError, SourceRun
 log = logging.getLogger(__name__)
 
 DEFAULT_RRF_K = 60  # the constant of Cormack et al. (2009); damps the head of each ranking
+
+RunStatus = Literal["ok", "empty", "error", "timeout", "config"]  # SourceRun.status
 
 
 class FederatedResult(BaseModel):
@@ -74,6 +75,12 @@ class FederatedSearchError(RuntimeError):
         super().__init__("; ".join(f"{e.source}: {e.message}" for e in errors) or "no sources configured")
 
 
+class FederationOptions(AccessOptions, total=False):
+    """`invoke` keywords: the caller's principal, an outer federation's report, where `search` wants the result."""
+
+    result_sink: list[FederatedResult] | None
+
+
 @dataclass
 class _Outcome:
     source: Source
@@ -81,6 +88,43 @@ class _Outcome:
     error: SourceError | None = None
     denied: int = 0
     latency_ms: float = 0.0
+
+    def settle(self, answer: SourceAnswer | BaseException) -> None:
+        """Record what the source call gave: its answer, or its failure (never raised: the query goes on)."""
+        if isinstance(answer, BaseException):
+            self.error = as_source_error(self.source, answer)
+            self.latency_ms = answer.latency_ms if isinstance(answer, SourceCallError) else 0.0
+        else:
+            self.raw, self.denied, self.latency_ms = answer
+
+
+def _result_or_exception(future: Future[SourceAnswer]) -> SourceAnswer | BaseException:
+    try:
+        return future.result()
+    except BaseException as exc:  # noqa: BLE001 - any failure of a source is that source's problem
+        return exc
+
+
+E = TypeVar("E", covariant=True)
+
+
+class _TraceRun(Protocol[E]):
+    """A source's child run in the trace: sync (ending returns None) or async (ending returns a coroutine)."""
+
+    def on_retriever_end(self, documents: Sequence[Document], **kwargs: Any) -> E: ...
+
+    def on_retriever_error(self, error: BaseException, **kwargs: Any) -> E: ...
+
+
+def _end_traces(
+    traces: Sequence[_TraceRun[E]], shown: Sequence[tuple[list[Document], SourceFailure | None]]
+) -> list[E]:
+    """End each source's trace run with what it may show: its visible documents, or its failure.
+
+    Sync runs end here; for async ones this returns the coroutines to await, in order.
+    """
+    return [trace.on_retriever_end(docs) if error is None else trace.on_retriever_error(error)
+            for trace, (docs, error) in zip(traces, shown, strict=True)]
 
 
 @dataclass
@@ -117,69 +161,53 @@ class FederatedRetriever(BaseRetriever):
         return self
 
     @classmethod
-    def wrap(cls, retriever: BaseRetriever, *, name: str, timeout_s: float, top_n: int, **kw: Any) -> FederatedRetriever:
+    def wrap(
+        cls, retriever: BaseRetriever, *, name: str, timeout_s: float, top_n: int, **kw: Any
+    ) -> FederatedRetriever:
         """A federation of one: any retriever gets the same deadline, permission and trace handling."""
         return cls(sources=[Source(name=name, retriever=retriever, timeout_s=timeout_s, **kw)], top_n=top_n)
 
     # -- public entry points -------------------------------------------------------------------
 
-    def search(self, query: str, *, principal: Principal | dict[str, Any] | None = None, config: Any = None) -> FederatedResult:
+    def search(
+        self, query: str, *, principal: Principal | dict[str, Any] | None = None, config: RunnableConfig | None = None
+    ) -> FederatedResult:
         sink: list[FederatedResult] = []
         self.invoke(query, config, principal=principal, result_sink=sink)
         return sink[0]
 
     async def asearch(
-        self, query: str, *, principal: Principal | dict[str, Any] | None = None, config: Any = None
+        self, query: str, *, principal: Principal | dict[str, Any] | None = None, config: RunnableConfig | None = None
     ) -> FederatedResult:
         sink: list[FederatedResult] = []
         await self.ainvoke(query, config, principal=principal, result_sink=sink)
         return sink[0]
 
-    # -- BaseRetriever -------------------------------------------------------------------------
+    # -- BaseRetriever: thin drivers around _merge and _deliver ---------------------------------
 
     def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        principal: Principal | dict[str, Any] | None = None,
-        report: AccessReport | None = None,
-        result_sink: list[FederatedResult] | None = None,
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **options: Unpack[FederationOptions]
     ) -> list[Document]:
-        who = coerce_principal(principal)
+        who = coerce_principal(options.get("principal"))
         child = run_manager.get_child()
         traces = [child.on_retriever_start(None, query, name=s.name) for s in self.sources]
         result, shown = self._merge(self._gather_threads(query, who), who)
-        for trace, (docs, error) in zip(traces, shown):
-            if error is None:
-                trace.on_retriever_end(docs)
-            else:
-                trace.on_retriever_error(error)
-        return self._deliver(result, report, result_sink)
+        _end_traces(traces, shown)
+        return self._deliver(result, options)
 
     async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        principal: Principal | dict[str, Any] | None = None,
-        report: AccessReport | None = None,
-        result_sink: list[FederatedResult] | None = None,
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **options: Unpack[FederationOptions]
     ) -> list[Document]:
-        who = coerce_principal(principal)
+        who = coerce_principal(options.get("principal"))
         child = run_manager.get_child()
         traces = [await child.on_retriever_start(None, query, name=s.name) for s in self.sources]
         result, shown = self._merge(await self._gather_tasks(query, who), who)
-        for trace, (docs, error) in zip(traces, shown):
-            if error is None:
-                await trace.on_retriever_end(docs)
-            else:
-                await trace.on_retriever_error(error)
-        return self._deliver(result, report, result_sink)
+        for ending in _end_traces(traces, shown):
+            await ending
+        return self._deliver(result, options)
 
-    def _deliver(
-        self, result: FederatedResult, report: AccessReport | None, sink: list[FederatedResult] | None
-    ) -> list[Document]:
+    def _deliver(self, result: FederatedResult, options: FederationOptions) -> list[Document]:
+        report, sink = options.get("report"), options.get("result_sink")
         if report is not None:  # this federation is itself a source of an outer one
             report.denied += result.acl_dropped
         if sink is not None:
@@ -187,7 +215,8 @@ class FederatedRetriever(BaseRetriever):
         else:
             for error in result.errors:
                 log.warning("source %s: %s", error.source, error.message)
-            if result.errors and not result.documents and all(r.status in {"error", "timeout", "config"} for r in result.runs):
+            failed = all(r.status in {"error", "timeout", "config"} for r in result.runs)
+            if result.errors and not result.documents and failed:
                 raise FederatedSearchError(result.errors)
         return [to_langchain_document(doc) for doc in result.documents]
 
@@ -201,14 +230,14 @@ class FederatedRetriever(BaseRetriever):
         submitted, overflow = WORKERS.submit_all(
             [partial(contextvars.Context().run, call_untraced, s, query, principal) for s in self.sources]
         )
-        futures: dict[Future[tuple[Any, int, float]], Source] = dict(zip(submitted, self.sources))
+        futures: dict[Future[SourceAnswer], Source] = dict(zip(submitted, self.sources, strict=True))
         deadlines = {f: start + s.timeout_s for f, s in futures.items()}
         pending = set(futures)
         try:
             while pending:
                 for fut in [f for f in pending if f.done()]:
                     pending.discard(fut)
-                    self._settle(outcomes[id(futures[fut])], fut)
+                    outcomes[id(futures[fut])].settle(_result_or_exception(fut))
                 now = time.perf_counter()
                 for fut in [f for f in pending if deadlines[f] <= now]:
                     pending.discard(fut)
@@ -216,18 +245,12 @@ class FederatedRetriever(BaseRetriever):
                     outcomes[id(futures[fut])].error = timeout_error(futures[fut])
                     outcomes[id(futures[fut])].latency_ms = futures[fut].timeout_s * 1000
                 if pending:
-                    wait(pending, timeout=max(0.0, min(deadlines[f] for f in pending) - now), return_when=FIRST_COMPLETED)
+                    next_deadline = min(deadlines[f] for f in pending)
+                    wait(pending, timeout=max(0.0, next_deadline - now), return_when=FIRST_COMPLETED)
         finally:
             if overflow is not None:
                 overflow.shutdown(wait=False, cancel_futures=True)
         return [outcomes[id(s)] for s in self.sources]
-
-    @staticmethod
-    def _settle(outcome: _Outcome, fut: Future[tuple[Any, int, float]]) -> None:
-        try:
-            outcome.raw, outcome.denied, outcome.latency_ms = fut.result()
-        except BaseException as exc:  # noqa: BLE001 - any failure of a source is that source's problem
-            outcome.error, outcome.latency_ms = as_source_error(outcome.source, exc), getattr(exc, "latency_ms", 0.0)
 
     async def _gather_tasks(self, query: str, principal: Principal | None) -> list[_Outcome]:
         loop = asyncio.get_running_loop()
@@ -237,14 +260,9 @@ class FederatedRetriever(BaseRetriever):
         ]
         # Cancelling this coroutine cancels the tasks too; a source's own failure is returned, not raised.
         answers = await asyncio.gather(*tasks, return_exceptions=True)
-        outcomes: list[_Outcome] = []
-        for source, answer in zip(self.sources, answers):
-            outcome = _Outcome(source=source)
-            if isinstance(answer, BaseException):
-                outcome.error, outcome.latency_ms = as_source_error(source, answer), getattr(answer, "latency_ms", 0.0)
-            else:
-                outcome.raw, outcome.denied, outcome.latency_ms = answer
-            outcomes.append(outcome)
+        outcomes = [_Outcome(source=source) for source in self.sources]
+        for outcome, answer in zip(outcomes, answers, strict=True):
+            outcome.settle(answer)
         return outcomes
 
     # -- merging -------------------------------------------------------------------------------
@@ -265,15 +283,15 @@ class FederatedRetriever(BaseRetriever):
                 if problem:
                     outcome.error = SourceError(source=source.name, kind="error", message=problem)
                 ranked.append((index, visible))
-                status = "ok" if visible or outcome.denied else ("empty" if problem is None else "error")
+                status: RunStatus = "ok" if visible or outcome.denied else ("empty" if problem is None else "error")
                 result.runs.append(SourceRun(source=source.name, status=status, documents=len(visible),
                                              denied=outcome.denied, latency_ms=round(outcome.latency_ms, 2)))
                 shown.append(([to_langchain_document(d) for d in visible], None))
             else:
-                status = outcome.error.kind if outcome.error.kind in {"timeout", "config"} else "error"
-                result.runs.append(SourceRun(source=source.name, status=status, denied=outcome.denied,
+                failure = SourceFailure(outcome.error.message, kind=outcome.error.kind)
+                result.runs.append(SourceRun(source=source.name, status=failure.kind, denied=outcome.denied,
                                              latency_ms=round(outcome.latency_ms, 2)))
-                shown.append(([], SourceFailure(outcome.error.message, kind=outcome.error.kind)))
+                shown.append(([], failure))
             if outcome.error is not None:
                 result.errors.append(outcome.error)
             result.acl_dropped += outcome.denied

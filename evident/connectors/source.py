@@ -7,12 +7,13 @@ ranking. Permission-aware connectors additionally receive the caller's principal
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, TypedDict
 
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from evident.connectors.acl import DefaultAcl
+from evident.models import Principal
 
 
 class SourceConfigError(ValueError):
@@ -27,11 +28,15 @@ class SourceConfigError(ValueError):
         return f"source {self.source!r}: {self.message}"
 
 
+FailureKind = Literal["timeout", "error", "config"]
+_FAILURE_KINDS: dict[str, FailureKind] = {"timeout": "timeout", "error": "error", "config": "config"}
+
+
 class SourceFailure(Exception):
     """A source that failed for one query; the message is safe to show (no credentials, no text)."""
 
     def __init__(self, message: str, *, kind: str = "error") -> None:
-        self.kind = kind if kind in {"timeout", "error", "config"} else "error"
+        self.kind: FailureKind = _FAILURE_KINDS.get(kind, "error")
         self.message = message
         super().__init__(message)
 
@@ -58,6 +63,13 @@ class PermissionAware:
     """
 
     accepts_principal: ClassVar[bool] = True
+
+
+class AccessOptions(TypedDict, total=False):
+    """The keywords a `PermissionAware` retriever's `invoke` accepts."""
+
+    principal: Principal | dict[str, Any] | None
+    report: AccessReport | None
 
 
 def accepts_principal(retriever: BaseRetriever) -> bool:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from types import TracebackType
+from typing import Any, NamedTuple
 
 from langchain_core.documents import Document
 from langsmith import tracing_context
@@ -16,51 +17,83 @@ from pydantic import ValidationError
 
 from evident.connectors.acl import filter_documents
 from evident.connectors.base import to_source_document
+from evident.connectors.index.corpus import LOCAL_SOURCE
 from evident.connectors.remote.http import one_line
-from evident.connectors.index.loaders import LOCAL_SOURCE
-from evident.connectors.source import AccessReport, Source, SourceConfigError, SourceFailure, accepts_principal
+from evident.connectors.source import (
+    AccessOptions,
+    AccessReport,
+    FailureKind,
+    Source,
+    SourceConfigError,
+    SourceFailure,
+    accepts_principal,
+)
 from evident.models import Principal, SourceDocument, SourceError
 
 
-def source_kwargs(source: Source, principal: Principal | None, report: AccessReport) -> dict[str, Any]:
-    return {"principal": principal, "report": report} if accepts_principal(source.retriever) else {}
+class SourceAnswer(NamedTuple):
+    """What a source returned (not yet checked), how many hits its own permission check hid, how long it took."""
+
+    raw: Any
+    denied: int
+    latency_ms: float
 
 
-def call_untraced(source: Source, query: str, principal: Principal | None) -> tuple[Any, int, float]:
-    report = AccessReport()
-    start = time.perf_counter()
-    try:
-        with tracing_context(enabled=False):
-            raw = source.retriever.invoke(query, {"callbacks": []}, **source_kwargs(source, principal, report))
-    except BaseException as exc:
-        exc.latency_ms = (time.perf_counter() - start) * 1000  # type: ignore[attr-defined]
-        raise
-    return raw, report.denied, (time.perf_counter() - start) * 1000
+class SourceCallError(Exception):
+    """A source call that failed, and how long it ran; `cause` is None when it missed its deadline."""
 
-
-async def acall_untraced(source: Source, query: str, principal: Principal | None) -> tuple[Any, int, float]:
-    report = AccessReport()
-    start = time.perf_counter()
-    try:
-        with tracing_context(enabled=False):
-            call = source.retriever.ainvoke(query, {"callbacks": []}, **source_kwargs(source, principal, report))
-            raw = await asyncio.wait_for(call, timeout=source.timeout_s)
-    except TimeoutError as exc:
-        elapsed = (time.perf_counter() - start) * 1000
-        if elapsed >= source.timeout_s * 1000 * 0.99:
-            raise Deadline(elapsed) from None
-        exc.latency_ms = elapsed  # type: ignore[attr-defined]
-        raise
-    except BaseException as exc:
-        exc.latency_ms = (time.perf_counter() - start) * 1000  # type: ignore[attr-defined]
-        raise
-    return raw, report.denied, (time.perf_counter() - start) * 1000
-
-
-class Deadline(Exception):
-    def __init__(self, latency_ms: float) -> None:
+    def __init__(self, cause: Exception | None, latency_ms: float) -> None:
+        self.cause = cause
         self.latency_ms = latency_ms
-        super().__init__("deadline")
+        super().__init__(str(cause) if cause is not None else "deadline")
+
+
+class _UntracedCall:
+    """Around one call of a source: tracing off, the keywords it gets, its clock and the report it fills;
+    a failure leaves as a `SourceCallError` carrying its latency."""
+
+    def __init__(self, source: Source, principal: Principal | None) -> None:
+        self.report = AccessReport()
+        self.options: AccessOptions = {"principal": principal, "report": self.report}
+        if not accepts_principal(source.retriever):
+            self.options = {}
+        self._untraced = tracing_context(enabled=False)
+        self.start = time.perf_counter()
+
+    def __enter__(self) -> _UntracedCall:
+        self._untraced.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._untraced.__exit__(kind, exc, tb)
+        if isinstance(exc, Exception) and not isinstance(exc, SourceCallError):
+            # Any failure of a source is that source's problem; cancellation and exits pass unchanged.
+            raise SourceCallError(exc, self.elapsed_ms()) from exc
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.start) * 1000
+
+    def answer(self, raw: Any) -> SourceAnswer:
+        return SourceAnswer(raw, self.report.denied, self.elapsed_ms())
+
+
+def call_untraced(source: Source, query: str, principal: Principal | None) -> SourceAnswer:
+    with _UntracedCall(source, principal) as call:
+        raw = source.retriever.invoke(query, {"callbacks": []}, **call.options)
+    return call.answer(raw)
+
+
+async def acall_untraced(source: Source, query: str, principal: Principal | None) -> SourceAnswer:
+    with _UntracedCall(source, principal) as call:
+        try:
+            raw = await asyncio.wait_for(
+                source.retriever.ainvoke(query, {"callbacks": []}, **call.options), timeout=source.timeout_s
+            )
+        except TimeoutError:
+            if call.elapsed_ms() >= source.timeout_s * 1000 * 0.99:  # our deadline, not the source's own timeout
+                raise SourceCallError(None, call.elapsed_ms()) from None
+            raise
+    return call.answer(raw)
 
 
 def timeout_error(source: Source) -> SourceError:
@@ -68,8 +101,11 @@ def timeout_error(source: Source) -> SourceError:
 
 
 def as_source_error(source: Source, exc: BaseException) -> SourceError:
-    if isinstance(exc, Deadline):
-        return timeout_error(source)
+    if isinstance(exc, SourceCallError):
+        if exc.cause is None:
+            return timeout_error(source)
+        exc = exc.cause
+    kind: FailureKind
     if isinstance(exc, SourceFailure):
         kind, message = exc.kind, exc.message
     elif isinstance(exc, SourceConfigError):
@@ -78,7 +114,7 @@ def as_source_error(source: Source, exc: BaseException) -> SourceError:
         kind, message = "timeout", f"timed out ({one_line(str(exc)) or 'no detail'})"
     else:
         kind, message = "error", f"{type(exc).__name__}: {one_line(str(exc))}".rstrip(": ")
-    return SourceError(source=source.name, kind=kind, message=redact(message, source))  # type: ignore[arg-type]
+    return SourceError(source=source.name, kind=kind, message=redact(message, source))
 
 
 def redact(message: str, source: Source) -> str:

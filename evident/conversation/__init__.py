@@ -1,6 +1,7 @@
 """Conversations: a follow-up question turned into a standalone one, and the bounds of a chat's messages.
 
 `rule` is framework-free (the offline rewrite, the input checks, how a thread stays bounded);
+`asking` finds the asking part of one message and weighs its words (framework-free);
 `messages` translates LangChain messages to and from it (the answer as an `AIMessage`).
 """
 

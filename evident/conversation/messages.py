@@ -9,12 +9,12 @@ quote), `standalone_query` (the question it answered, which the next turn's rewr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
 
 from evident.context import EvidentContext
-from evident.conversation.rule import Turn, overflow
+from evident.conversation.rule import Role, Turn, overflow
 
 _ROLES = {"human": "user", "ai": "assistant", "user": "user", "assistant": "assistant"}
 
@@ -62,7 +62,8 @@ def to_turns(messages: Sequence[Any]) -> tuple[list[Turn], str | None]:
         role = role_of(message)
         if text is None and role in ("user", "assistant"):
             return [], f"a conversation's messages must be text; a {role} message holds something else"
-        turns.append(Turn.model_construct(role=role, content=text or "", standalone=_standalone(message)))
+        # Unvalidated on purpose: a "system" or "tool" turn is kept so that `check_turns` names it.
+        turns.append(Turn.model_construct(role=cast(Role, role), content=text or "", standalone=_standalone(message)))
     return turns, None
 
 
@@ -93,7 +94,7 @@ def answer_message(state: Mapping[str, Any], update: Mapping[str, Any]) -> AIMes
     return AIMessage(content=content, additional_kwargs=extra)
 
 
-def conclude(state: Mapping[str, Any], update: Mapping[str, Any], ctx: EvidentContext) -> list[AnyMessage]:
+def conclude(state: Mapping[str, Any], update: Mapping[str, Any], ctx: EvidentContext) -> list[BaseMessage]:
     """The `messages` update of a query's last step: its answer, and removals of the oldest messages
     when the thread would otherwise reach its limits (`max_messages`, `max_conversation_chars`) with
     the next question (up to `max_query_chars`)."""

@@ -38,6 +38,8 @@ _ANAPHORS = frozenset(
 # A question with more content words than this, and no opener, names its own topic.
 SELF_CONTAINED_TERMS = 3
 MAX_ADDED_TERMS = 8
+# Words as the user wrote them, case and all, apostrophes and hyphens kept ("it's", "e-mail"): they
+# are put back into the question, so unlike `lexicon.words` (folded match keys) they stay whole.
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 
 

@@ -1,6 +1,7 @@
 """The evaluation harness behind `evident eval` (paper §5, §6, Appendices E–G).
 
-- `dataset`: the question file (`{id, query, answerable?, gold_urls, gold_evidence?, answer?}`);
+- `dataset`: the question file (`{id, query, answerable?, gold_urls, gold_evidence?, answer?, history?}`);
+- `followups`: a follow-up question (one with a `history`) made standalone by the graph's `rewrite` step;
 - `retrieval`: one retrieval per query, shared by every method, recorded for replay;
 - `methods`: EvidenT (the real graph over the shared documents), `bm25`, and the model baselines;
 - `metrics`: the per-query measures; `stats`: confidence intervals and tests; `summary`: the rollup;

@@ -6,13 +6,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evident.conversation.rule import Turn
+
 
 class DatasetError(ValueError):
     """A question file that cannot be used; the message names the file and the line."""
 
 
 class EvalQuery(BaseModel):
-    """One question with its gold: pages that are sufficient to answer it and verbatim evidence."""
+    """One question with its gold: pages that are sufficient to answer it and verbatim evidence.
+
+    `history` (optional) holds the conversation's earlier messages when the question is a follow-up;
+    it is then asked as a conversation, `{"messages": [*history, question]}`, as a chat client would.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
@@ -23,13 +29,14 @@ class EvalQuery(BaseModel):
     alt_urls: list[str] = Field(default_factory=list)
     gold_evidence: list[str] = Field(default_factory=list)
     answer: str | None = None
+    history: list[Turn] = Field(default_factory=list)
 
     @field_validator("id", mode="before")
     @classmethod
     def _id_as_text(cls, v: object) -> object:
         return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
-    @field_validator("gold_urls", "alt_urls", "gold_evidence", mode="before")
+    @field_validator("gold_urls", "alt_urls", "gold_evidence", "history", mode="before")
     @classmethod
     def _none_is_empty(cls, v: object) -> object:
         return [] if v is None else v
@@ -50,10 +57,10 @@ def load_dataset(path: Path, limit: int | None = None) -> list[EvalQuery]:
 
     Raises `DatasetError("FILE:LINE: problem")` on the first bad line, a repeated id, or an empty file.
     """
-    from evident.commands.verify import InputError, _read_jsonl
+    from evident.commands.verify import InputError, read_jsonl
 
     try:
-        lines = _read_jsonl(path)  # the JSONL rules of `evident verify`: BOM, UTF-8, one object a line
+        lines = read_jsonl(path)  # the JSONL rules of `evident verify`: BOM, UTF-8, one object a line
     except InputError as exc:
         raise DatasetError(str(exc)) from None
     out: list[EvalQuery] = []

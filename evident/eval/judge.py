@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 
 from evident.context import EvidentContext
 from evident.eval.metrics import url_key
@@ -40,7 +41,8 @@ class Judge:
         self.models = Models(chat_model)
 
     def __call__(self, record: MethodRecord, documents: dict[str, str]) -> list[str]:
-        from evident.llm.models import call_with_retries, text_of
+        from evident.llm.failures import call_with_retries
+        from evident.llm.replies import text_of
         from evident.prompts.judge import JUDGE_PROMPT
 
         by_key = {url_key(u): t for u, t in documents.items()}
@@ -53,7 +55,7 @@ class Judge:
                 continue
             messages = JUDGE_PROMPT.format_messages(source_text=source[:MAX_SOURCE_CHARS], target_text=fact.sentence)
             try:
-                reply = call_with_retries(lambda: model.invoke(messages), self.ctx)
+                reply = call_with_retries(partial(model.invoke, messages), self.ctx)
             except Exception:  # one failed judgement must not stop the run
                 labels.append("invalid")
                 continue

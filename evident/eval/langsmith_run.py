@@ -11,11 +11,16 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evident.eval import metrics as m
+from evident.eval.dataset import EvalQuery
 from evident.eval.store import settings_hash
 from evident.eval.summary import Row
+
+if TYPE_CHECKING:
+    from langsmith.evaluation import EvaluationResults
+    from langsmith.schemas import Example, Run
 
 
 def configured() -> bool:
@@ -50,22 +55,32 @@ def query_scores(row: Row) -> dict[str, float]:
     return out
 
 
+def example_inputs(q: EvalQuery) -> dict[str, Any]:
+    """A question as a LangSmith example's inputs: its id and text, and a follow-up's earlier messages."""
+    inputs: dict[str, Any] = {"id": q.id, "query": q.query}
+    if q.history:
+        inputs["history"] = [{"role": m.role, "content": m.content} for m in q.history]
+    return inputs
+
+
 def run_experiments(dataset: str, rows_by_method: dict[str, Sequence[Row]], aggregates: dict[str, dict[str, Any]],
                     settings: dict[str, Any]) -> list[str]:
     """One experiment per method; returns their names. Its console chatter goes to stderr."""
     import langsmith
+    from langsmith.evaluation import EvaluationResult
 
     client = langsmith.Client()
     first = next(iter(rows_by_method.values()))
     questions = [r.query for r in first]
-    name = f"evident-eval {os.path.basename(dataset)} {settings_hash([(q.id, q.query) for q in questions])[:8]}"
+    inputs = [example_inputs(q) for q in questions]
+    name = f"evident-eval {os.path.basename(dataset)} {settings_hash([list(i.values()) for i in inputs])[:8]}"
     if not client.has_dataset(dataset_name=name):
         ds = client.create_dataset(name, description=f"Questions of {dataset} (evident eval)")
         client.create_examples(dataset_id=ds.id, examples=[
-            {"inputs": {"id": q.id, "query": q.query},
+            {"inputs": asked,
              "reference_outputs": {"gold_urls": sorted(q.gold), "gold_evidence": q.gold_evidence,
                                    "answerable": q.is_answerable}}
-            for q in questions
+            for q, asked in zip(questions, inputs, strict=True)
         ])
     names: list[str] = []
     for method, rows in rows_by_method.items():
@@ -79,8 +94,8 @@ def run_experiments(dataset: str, rows_by_method: dict[str, Sequence[Row]], aggr
             scores = query_scores(by_id[example.inputs["id"]])
             return {"results": [{"key": k, "score": v} for k, v in scores.items()]}
 
-        def summary(runs: Any, examples: Any, method: str = method) -> dict[str, Any]:
-            return {"results": [{"key": k, "score": e.value} for k, e in aggregates[method].items()
+        def summary(runs: Sequence[Run], examples: Sequence[Example], method: str = method) -> EvaluationResults:
+            return {"results": [EvaluationResult(key=k, score=e.value) for k, e in aggregates[method].items()
                                 if e.value is not None and not k.startswith("latency_")]}
 
         with contextlib.redirect_stdout(sys.stderr):

@@ -16,6 +16,7 @@ from evident.eval.citations import is_abstention, numbered_facts
 from evident.eval.records import CitedFact, MethodRecord, Outcome
 from evident.eval.retrieval import ReplayRetriever
 from evident.models import INSUFFICIENT_ANSWER
+from evident.nodes.names import EXTRACT, GENERATE
 
 MODEL_METHODS = ("pilot", "direct", "ges")
 METHODS = ("evident", "bm25", *MODEL_METHODS)
@@ -85,11 +86,11 @@ def bm25_answer(key: str, query_id: str, query: str, docs: list[SourceDocument])
     ms = round((time.perf_counter() - start) * 1000, 2)
     if not found:
         return MethodRecord(key=key, query_id=query_id, method="bm25", outcome="insufficient",
-                            answer=INSUFFICIENT_ANSWER, timings_ms={"extract": ms})
+                            answer=INSUFFICIENT_ANSWER, timings_ms={EXTRACT: ms})
     p = found[0]
     return MethodRecord(
         key=key, query_id=query_id, method="bm25", outcome="answered", answer=f"{p.content} [{p.url}]",
-        facts=[CitedFact(sentence=p.content, url=p.url, quote=p.content)], timings_ms={"extract": ms},
+        facts=[CitedFact(sentence=p.content, url=p.url, quote=p.content)], timings_ms={EXTRACT: ms},
     )
 
 
@@ -106,7 +107,8 @@ class BaselineMethod:
     def __call__(self, key: str, query_id: str, query: str, docs: list[SourceDocument]) -> MethodRecord:
         import time
 
-        from evident.llm.models import call_with_retries, describe_failure, text_of
+        from evident.llm.failures import call_with_retries, describe_failure
+        from evident.llm.replies import text_of
         from evident.prompts import BASELINE_PROMPTS, render_numbered_documents
 
         messages = BASELINE_PROMPTS[self.name].format_messages(documents=render_numbered_documents(docs), query=query)
@@ -122,7 +124,7 @@ class BaselineMethod:
         facts = [] if is_abstention(answer) else numbered_facts(answer, [d.url for d in docs])
         return MethodRecord(
             key=key, query_id=query_id, method=self.name, outcome=_outcome(answer), answer=answer, facts=facts,
-            timings_ms={"generate": ms}, model_calls=1,
+            timings_ms={GENERATE: ms}, model_calls=1,
         )
 
 

@@ -33,7 +33,7 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def _name(result: "EvalResult") -> str:
+def _name(result: EvalResult) -> str:
     path = Path(result.dataset)
     return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
 
@@ -42,7 +42,7 @@ def _err(value: float, low: float | None, high: float | None) -> tuple[float, fl
     return (value - low if low is not None else 0.0, high - value if high is not None else 0.0)
 
 
-def metric_bars(result: "EvalResult", path: Path) -> Path:
+def metric_bars(result: EvalResult, path: Path) -> Path:
     plt = _pyplot()
     methods = list(result.metrics)
     names = [n for n in BAR_METRICS if any(n in result.metrics[m] for m in methods)]
@@ -57,7 +57,7 @@ def metric_bars(result: "EvalResult", path: Path) -> Path:
             xs.append(j + (i - (len(methods) - 1) / 2) * width)
             ys.append(e.value)
             errs.append(_err(e.value, e.ci_low, e.ci_high))
-        ax.bar(xs, ys, width, label=m, yerr=list(zip(*errs)) if errs else None, capsize=2)
+        ax.bar(xs, ys, width, label=m, yerr=list(zip(*errs, strict=True)) if errs else None, capsize=2)
     ax.set_xticks(range(len(names)), [n.replace("_", "\n", 1) for n in names], fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("rate (95% Wilson CI)")
@@ -65,7 +65,7 @@ def metric_bars(result: "EvalResult", path: Path) -> Path:
     return _save(fig, path)
 
 
-def abstention_tradeoff(result: "EvalResult", path: Path) -> Path:
+def abstention_tradeoff(result: EvalResult, path: Path) -> Path:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5, 4.2))
     for m, v in result.metrics.items():
@@ -82,7 +82,7 @@ def abstention_tradeoff(result: "EvalResult", path: Path) -> Path:
     return _save(fig, path)
 
 
-def ablation_heatmap(result: "EvalResult", path: Path) -> Path:
+def ablation_heatmap(result: EvalResult, path: Path) -> Path:
     plt = _pyplot()
     ns = sorted({c.n for c in result.ablation})
     ts = sorted({c.t for c in result.ablation})
@@ -90,7 +90,7 @@ def ablation_heatmap(result: "EvalResult", path: Path) -> Path:
               ("hallucination_post_filter", "% below t after filtering"))
     fig, axes = plt.subplots(1, len(panels), figsize=(13, 3.8))
     fig.suptitle(f"Alignment ablation over recorded extractions ({_name(result)})", fontsize=10)
-    for ax, (field, title) in zip(axes, panels):
+    for ax, (field, title) in zip(axes, panels, strict=True):
         grid = [[None] * len(ts) for _ in ns]
         for c in result.ablation:
             grid[ns.index(c.n)][ts.index(c.t)] = getattr(c, field).value
@@ -109,7 +109,7 @@ def ablation_heatmap(result: "EvalResult", path: Path) -> Path:
     return _save(fig, path)
 
 
-def write_plots(result: "EvalResult", folder: Path, prefix: str = "") -> dict[str, Path]:
+def write_plots(result: EvalResult, folder: Path, prefix: str = "") -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     out = {
         "metrics": metric_bars(result, folder / f"{prefix}metrics.png"),

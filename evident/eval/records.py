@@ -18,6 +18,8 @@ class RetrievalRecord(BaseModel):
 
     key: str
     query_id: str
+    # The standalone question retrieval searched for, when the question was a follow-up ("" otherwise).
+    question: str = ""
     urls: list[str]
     hashes: list[str]
     latency_ms: float = 0.0

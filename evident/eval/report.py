@@ -37,7 +37,7 @@ class EvalResult(BaseModel):
 
     @classmethod
     def build(cls, dataset: str, queries: Sequence[EvalQuery], run: EvalRun, ctx: EvidentContext,
-              *, ablation: bool = False) -> "EvalResult":
+              *, ablation: bool = False) -> EvalResult:
         metrics = {
             m: method_metrics(rows, ctx.ngram_n, ctx.threshold)
             for m, rows in run.rows.items() if m not in run.skipped

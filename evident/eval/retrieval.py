@@ -29,7 +29,7 @@ class SharedRetrieval:
 
     def __init__(self, ctx: EvidentContext) -> None:
         from evident.connectors.federated import FederatedRetriever
-        from evident.nodes.retrieve import default_retriever
+        from evident.connectors.retrievers import default_retriever
 
         self.ctx = ctx
         found = default_retriever(ctx)

@@ -11,12 +11,19 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from evident.context import EvidentContext
 from evident.eval.dataset import EvalQuery
+from evident.eval.followups import Rewriter, rewrite_settings
 from evident.eval.methods import (
-    MODEL_METHODS, NO_MODEL, BaselineMethod, EvidentMethod, bm25_answer, method_settings, skipped,
+    MODEL_METHODS,
+    NO_MODEL,
+    BaselineMethod,
+    EvidentMethod,
+    bm25_answer,
+    method_settings,
+    skipped,
 )
 from evident.eval.records import MethodRecord
 from evident.eval.retrieval import SharedRetrieval, retrieval_settings
@@ -24,6 +31,22 @@ from evident.eval.store import Store, engine_fingerprint, settings_hash
 from evident.eval.summary import Row
 
 Runner = Callable[[str, str, str, list[Any]], MethodRecord]
+T = TypeVar("T")
+
+
+class _Once(Generic[T]):
+    """A value made on first use (by one thread, when queries run in parallel) and shared after."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._value: T | None = None
+
+    def __call__(self) -> T:
+        with self._lock:
+            if self._value is None:
+                self._value = self._make()
+            return self._value
 
 
 @dataclass
@@ -72,38 +95,47 @@ def evaluate(
     rkey = [retrieval_settings(ctx), engine_fingerprint()]
     mkeys = {m: [method_settings(m, ctx), engine_fingerprint()] for m in methods}
     lock = threading.Lock()
-    shared: list[SharedRetrieval] = []
+    retriever = _Once(lambda: SharedRetrieval(ctx))
+    rewriter = _Once(lambda: Rewriter(ctx, chat_model))
 
     def count(what: str) -> None:
         with lock:
             run.computed[what] = run.computed.get(what, 0) + 1
 
-    def retriever() -> SharedRetrieval:
-        with lock:
-            if not shared:
-                shared.append(SharedRetrieval(ctx))
-            return shared[0]
+    def retrieval_key(q: EvalQuery) -> str:
+        if not q.history:
+            return f"{q.id}:{settings_hash(q.query, rkey)}"
+        history = [m.model_dump() for m in q.history]
+        return f"{q.id}:{settings_hash(q.query, history, rkey, rewrite_settings(ctx))}"
 
     def one(q: EvalQuery) -> dict[str, Row]:
-        key = f"{q.id}:{settings_hash(q.query, rkey)}"
+        key = retrieval_key(q)
         ret = store.retrievals.get(key)
         if ret is None or any(h not in store.documents for h in ret.hashes):
+            question, problems = q.query, list[str]()
+            if q.history:
+                bar.update(task, description=f"{q.id} rewrite")
+                question, problems = rewriter()(q)
             bar.update(task, description=f"{q.id} retrieve")
-            ret, docs = retriever().search(q.id, q.query, key)
+            ret, docs = retriever().search(q.id, question, key)
+            if q.history:
+                ret = ret.model_copy(update={"question": question, "errors": [*problems, *ret.errors]})
             store.add_retrieval(ret, docs)
             count("retrieval")
+        # A follow-up is answered as its standalone question, by every method alike.
+        question = ret.question or q.query
         docs = store.docs_of(ret)
         texts = {d.url: d.content for d in docs}
         rows: dict[str, Row] = {}
         for method in methods:
-            mkey = f"{q.id}:{settings_hash(method, q.query, ret.hashes, mkeys[method])}"
+            mkey = f"{q.id}:{settings_hash(method, question, ret.hashes, mkeys[method])}"
             rec = store.record(method, mkey)
             if rec is None or rec.outcome in ("skipped", "error"):
                 if method in run.skipped:
                     rec = skipped(method, mkey, q.id, run.skipped[method])
                 else:
                     bar.update(task, description=f"{q.id} {method}")
-                    rec = runners[method](mkey, q.id, q.query, docs)
+                    rec = runners[method](mkey, q.id, question, docs)
                     count(method)
                 store.add_record(rec)
             if judge is not None and rec.facts and not rec.judge and rec.outcome != "error":
@@ -117,7 +149,12 @@ def evaluate(
 
     from rich.console import Console
     from rich.progress import (
-        BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
     )
 
     bar = Progress(TextColumn("[bold]evaluating[/] {task.description}"), BarColumn(), MofNCompleteColumn(),

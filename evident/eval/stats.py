@@ -50,7 +50,8 @@ def rate(hits: int, n: int) -> Estimate:
     """hits/n with its 95% Wilson interval."""
     if n <= 0:
         return Estimate(value=None, ci_low=None, ci_high=None, n=0, kind="rate", hits=0)
-    from statsmodels.stats.proportion import proportion_confint
+    # statsmodels ships no type information (no py.typed, no stubs package).
+    from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
 
     low, high = proportion_confint(hits, n, alpha=0.05, method="wilson")
     p = hits / n
@@ -66,7 +67,7 @@ def mean(values: Sequence[float]) -> Estimate:
     m = math.fsum(values) / n
     if n < 2:
         return Estimate(value=m, ci_low=None, ci_high=None, n=n, kind="mean")
-    from statsmodels.stats.weightstats import DescrStatsW
+    from statsmodels.stats.weightstats import DescrStatsW  # type: ignore[import-untyped]  # untyped, as above
 
     if all(v == values[0] for v in values):
         return Estimate(value=m, ci_low=m, ci_high=m, n=n, kind="mean")
@@ -80,7 +81,9 @@ def quantile(values: Sequence[float], p: float) -> Estimate:
     if n == 0:
         return Estimate(value=None, ci_low=None, ci_high=None, n=0, kind="quantile")
     import numpy as np
-    from scipy.stats import quantile_test
+
+    # scipy's types live in the separate scipy-stubs package, which is not a dependency.
+    from scipy.stats import quantile_test  # type: ignore[import-untyped]
 
     value = float(np.quantile(np.asarray(values, dtype=float), p))
     with warnings.catch_warnings():

@@ -18,7 +18,6 @@ from typing import Any
 from evident.alignment.models import SourceDocument
 from evident.eval.records import MethodRecord, RetrievalRecord
 
-
 # What a report is made of, not what answers are made of: editing these keeps the cache valid.
 _NOT_ENGINE = ("eval/", "commands/", "web/", "cli.py")
 

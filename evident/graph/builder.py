@@ -23,39 +23,55 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
-from evident.context import ContextWithDefaults, file_defaults
+from evident.connectors.retrievers import RetrieverFactory
+from evident.context import ContextWithDefaults, EvidentContext, file_defaults
 from evident.graph.instrument import instrumented
+from evident.llm.batching import TokenCounter
 from evident.llm.models import DEFAULT_MODELS, Models
 from evident.nodes.align import align, route_after_align
 from evident.nodes.extract import make_extract_nodes
 from evident.nodes.generate import make_generate
 from evident.nodes.insufficient import insufficient
+from evident.nodes.names import (
+    ALIGN,
+    EXTRACT,
+    EXTRACT_BATCH,
+    GENERATE,
+    INSUFFICIENT,
+    POSTPROCESS,
+    RETRIEVE,
+    REWRITE,
+    VERIFY,
+)
 from evident.nodes.postprocess import postprocess
-from evident.nodes.retrieve import RetrieverFactory, make_retrieve
+from evident.nodes.retrieve import make_retrieve
 from evident.nodes.rewrite import make_rewrite
 from evident.nodes.verify import verify
-from evident.state import EvidentState, InputState
-from evident.llm.batching import TokenCounter
+from evident.state import EvidentState, InputState, OutputState
 
 MAX_PARALLEL_TASKS = 32
+EvidentGraph = CompiledStateGraph[EvidentState, EvidentContext, InputState, OutputState]
 
 
 def build_graph(
     *,
-    retriever: Any = None,
+    retriever: BaseRetriever | None = None,
     retriever_factory: RetrieverFactory | None = None,
     name: str = "evident",
     chat_model: Any = None,
     token_counter: TokenCounter | None = None,
     checkpointer: Any = None,
-) -> Any:
+) -> EvidentGraph:
     """Compile an EvidenT graph.
 
     `retriever`: any LangChain `BaseRetriever` to use instead of the local corpus index;
     `retriever_factory`: a callable `EvidentContext -> BaseRetriever` (chosen per run).
-    With neither, the embedded local index over `EvidentContext.corpus` is used.
+    With neither, the configured sources or the embedded local index over `EvidentContext.corpus`
+    are used (evident/connectors/retrievers.py).
     `chat_model`: any LangChain chat model, or a callable `EvidentContext -> chat model`, for the
     extraction and generation calls; by default a `ChatOpenAI` is built from the run's settings
     (`EvidentContext.model`, `base_url`, the API key) when one is configured.
@@ -67,33 +83,34 @@ def build_graph(
     """
     if retriever is not None and retriever_factory is not None:
         raise ValueError("pass either retriever or retriever_factory, not both")
-    factory = (lambda _ctx: retriever) if retriever is not None else retriever_factory
+    given = retriever
+    factory: RetrieverFactory | None = (lambda _ctx: given) if given is not None else retriever_factory
     file_defaults()  # read evident.toml now, not inside a server's event loop (see ContextWithDefaults)
     # Input and output both hold `messages`: what LangGraph Studio needs to offer its chat view.
-    builder = StateGraph(EvidentState, input_schema=InputState, output_schema=EvidentState,
-                         context_schema=ContextWithDefaults)
+    builder = StateGraph[EvidentState, EvidentContext, InputState, OutputState](
+        EvidentState, input_schema=InputState, output_schema=OutputState, context_schema=ContextWithDefaults)
     models = DEFAULT_MODELS if chat_model is None else Models(chat_model)
     route_extraction, extract_batch, extract = make_extract_nodes(models, token_counter)
     traced = instrumented(models, token_counter)
-    builder.add_node("rewrite", traced("rewrite", make_rewrite(models)))
-    builder.add_node("retrieve", traced("retrieve", make_retrieve(factory)))
-    builder.add_node("extract_batch", traced("extract_batch", extract_batch))
-    builder.add_node("extract", traced("extract", extract))
-    builder.add_node("align", traced("align", align))
-    builder.add_node("insufficient", traced("insufficient", insufficient))
-    builder.add_node("generate", traced("generate", make_generate(models)))
-    builder.add_node("verify", traced("verify", verify))
-    builder.add_node("postprocess", traced("postprocess", postprocess))
-    builder.add_edge(START, "rewrite")
-    builder.add_edge("rewrite", "retrieve")
-    builder.add_conditional_edges("retrieve", route_extraction, ["extract_batch", "extract", "postprocess"])
-    builder.add_edge("extract_batch", "extract")
-    builder.add_edge("extract", "align")
-    builder.add_conditional_edges("align", route_after_align, ["generate", "insufficient"])
-    builder.add_edge("generate", "verify")
-    builder.add_edge("verify", "postprocess")
-    builder.add_edge("insufficient", "postprocess")
-    builder.add_edge("postprocess", END)
+    builder.add_node(REWRITE, traced(REWRITE, make_rewrite(models)))
+    builder.add_node(RETRIEVE, traced(RETRIEVE, make_retrieve(factory)))
+    builder.add_node(EXTRACT_BATCH, traced(EXTRACT_BATCH, extract_batch))
+    builder.add_node(EXTRACT, traced(EXTRACT, extract))
+    builder.add_node(ALIGN, traced(ALIGN, align))
+    builder.add_node(INSUFFICIENT, traced(INSUFFICIENT, insufficient))
+    builder.add_node(GENERATE, traced(GENERATE, make_generate(models)))
+    builder.add_node(VERIFY, traced(VERIFY, verify))
+    builder.add_node(POSTPROCESS, traced(POSTPROCESS, postprocess))
+    builder.add_edge(START, REWRITE)
+    builder.add_edge(REWRITE, RETRIEVE)
+    builder.add_conditional_edges(RETRIEVE, route_extraction, [EXTRACT_BATCH, EXTRACT, POSTPROCESS])
+    builder.add_edge(EXTRACT_BATCH, EXTRACT)
+    builder.add_edge(EXTRACT, ALIGN)
+    builder.add_conditional_edges(ALIGN, route_after_align, [GENERATE, INSUFFICIENT])
+    builder.add_edge(GENERATE, VERIFY)
+    builder.add_edge(VERIFY, POSTPROCESS)
+    builder.add_edge(INSUFFICIENT, POSTPROCESS)
+    builder.add_edge(POSTPROCESS, END)
     # LangGraph's default thread pool holds min(32, CPUs + 4) threads: on a small machine it would run
     # the extraction batches in waves. Allow all of them (max_extract_batches) at once.
     return builder.compile(name=name, checkpointer=checkpointer).with_config(max_concurrency=MAX_PARALLEL_TASKS)

@@ -10,6 +10,10 @@ How the run is found: inside a node, the callback manager of the node's config h
 as its parent, and every tracer keeps the runs in progress in `run_map`; the run is still open
 while the node function runs, so what is added here goes out with the run's end (LangSmith's
 PATCH, or the collector's copy).
+
+`TracedNode` is the node LangGraph runs: a `Runnable` that makes no run of its own (the node's run
+is LangGraph's), gives the node function the run's `Runtime` (`langgraph.runtime.get_runtime`), and
+keeps a node's asyncio implementation (`Dual`, evident/nodes/common.py) for `ainvoke`.
 """
 
 from __future__ import annotations
@@ -25,26 +29,24 @@ from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.outputs import LLMResult
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import ensure_config, run_in_executor
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.context import register_configure_hook
+from langchain_core.tracers.log_stream import LogStreamCallbackHandler
+from langgraph.runtime import get_runtime
 
-from evident.context import ConfigError, EvidentContext
-from evident.llm.models import Models
-from evident.nodes.common import settings
-from evident.llm.batching import TokenCounter, extraction_budget, make_counter
+from evident.context import ConfigError, EvidentContext, run_settings
 from evident.graph.tracing import summarize
+from evident.llm.batching import TokenCounter, extraction_budget, make_counter
+from evident.llm.models import Models
+from evident.nodes.common import Dual, NodeRuntime
+from evident.nodes.names import EXTRACT, EXTRACT_BATCH, MODEL_NODES
 
 log = logging.getLogger(__name__)
 
-# Nodes whose model calls are counted; `extract` adds up the counts of its `extract_batch` tasks.
-MODEL_NODES = frozenset({"extract_batch", "generate"})
-
-try:  # the handlers behind stream_mode="messages" and astream_events: not traces, leave them alone
-    from langchain_core.tracers._streaming import _StreamingCallbackHandler
-except ImportError:  # pragma: no cover - an older langchain-core
-    _StreamingCallbackHandler = None  # type: ignore[assignment,misc]
-
+NodeFunction = Callable[[Any, NodeRuntime], Mapping[str, Any]]
+Node = NodeFunction | Dual[Any, Any]  # a blocking node, or one with an asyncio implementation too
 
 class TokenUsage(BaseCallbackHandler):
     """Adds up the token usage that chat models report for the calls made under it."""
@@ -102,10 +104,6 @@ class _Ledger:
 _LEDGER = _Ledger()
 
 
-def _is_stream_handler(handler: Any) -> bool:
-    return _StreamingCallbackHandler is not None and _StreamingCallbackHandler in type(handler).__mro__
-
-
 def node_runs(config: RunnableConfig | None) -> list[Any]:
     """The open runs of the current node, one per tracer listening; [] when nothing traces."""
     callbacks = (config or {}).get("callbacks")
@@ -114,7 +112,9 @@ def node_runs(config: RunnableConfig | None) -> list[Any]:
     key = str(callbacks.parent_run_id)
     runs = []
     for handler in callbacks.handlers:
-        if isinstance(handler, BaseTracer) and not _is_stream_handler(handler):
+        # The tracer behind astream_log streams a caller's output: not a trace, leave it alone (the
+        # handlers of stream_mode="messages" and astream_events are no tracers at all).
+        if isinstance(handler, BaseTracer) and not isinstance(handler, LogStreamCallbackHandler):
             run = handler.run_map.get(key)
             if run is not None:
                 runs.append(run)
@@ -145,10 +145,10 @@ def _counting(enabled: bool) -> Iterator[TokenUsage | None]:
         _usage_var.reset(token)
 
 
-def _settings(runtime: Any) -> EvidentContext | None:
+def _settings(runtime: NodeRuntime) -> EvidentContext | None:
     """The run's settings as the nodes see them; None if they cannot be read (the node said why)."""
     try:
-        return settings(runtime)
+        return run_settings(runtime)
     except ConfigError:
         return None
 
@@ -161,21 +161,23 @@ class _Annotator:
         self.models = models
         self.token_counter = token_counter
 
-    def __call__(self, runs: list[Any], state: Any, update: Any, runtime: Any, usage: TokenUsage | None) -> None:
+    def __call__(self, runs: list[Any], state: Any, update: Any, runtime: NodeRuntime,
+                 usage: TokenUsage | None) -> None:
         try:
             self._annotate(runs, state, update, runtime, usage)
         except Exception:  # tracing is an observer: it must never fail a query
             log.warning("could not summarise the %s step for its trace", self.name, exc_info=True)
 
-    def _annotate(self, runs: list[Any], state: Any, update: Any, runtime: Any, usage: TokenUsage | None) -> None:
+    def _annotate(self, runs: list[Any], state: Any, update: Any, runtime: NodeRuntime,
+                  usage: TokenUsage | None) -> None:
         ctx = _settings(runtime)
         # Batches and their merge step are children of the same graph run (one per query, even when
         # several queries share a trace).
         graph_run = str(getattr(runs[0], "parent_run_id", "") or "")
         counts = usage.as_dict() if usage is not None and usage.calls else None
-        if self.name == "extract_batch" and counts and graph_run:
+        if self.name == EXTRACT_BATCH and counts and graph_run:
             _LEDGER.add(graph_run, counts)
-        if self.name == "extract" and graph_run:
+        if self.name == EXTRACT and graph_run:
             counts = _LEDGER.pop(graph_run)
         model = None
         counter = None
@@ -191,42 +193,59 @@ class _Annotator:
         attach_metadata(runs, summary)
 
 
-def instrument(name: str, node: Any, *, models: Models, token_counter: TokenCounter | None = None) -> Any:
-    """`node` with its run annotated; sync and async implementations are both kept."""
+def _runtime() -> NodeRuntime:
     try:
-        from langgraph._internal._runnable import RunnableCallable, coerce_to_runnable
-    except ImportError:  # pragma: no cover - a LangGraph without these: trace without summaries
-        log.warning("langgraph internals moved: node runs are traced without EvidenT summaries")
-        return node
+        return get_runtime(EvidentContext)
+    except RuntimeError:  # invoked outside a graph run: the node reads the default settings
+        return None
 
-    inner = coerce_to_runnable(node, name=name, trace=False)
-    annotate = _Annotator(name, models, token_counter)
-    counts_tokens = name in MODEL_NODES
 
-    def call(state: Any, config: RunnableConfig, runtime: Any = None) -> Any:
-        runs = node_runs(config)
+class TracedNode(Runnable[Any, Any]):
+    """One node of the graph, annotated in its run when a tracer listens."""
+
+    def __init__(self, name: str, node: Node, annotate: _Annotator) -> None:
+        self.name = name
+        self.node = node
+        self.annotate = annotate
+        self.counts_tokens = name in MODEL_NODES
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        runtime = _runtime()
+        runs = node_runs(ensure_config(config))
         if not runs:
-            return inner.invoke(state, config)
-        with _counting(counts_tokens) as usage:
-            update = inner.invoke(state, config)
-        annotate(runs, state, update, runtime, usage)
+            return self.node(input, runtime)
+        with _counting(self.counts_tokens) as usage:
+            update = self.node(input, runtime)
+        self.annotate(runs, input, update, runtime, usage)
         return update
 
-    async def acall(state: Any, config: RunnableConfig, runtime: Any = None) -> Any:
-        runs = node_runs(config)
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        runtime = _runtime()
+        runs = node_runs(ensure_config(config))
         if not runs:
-            return await inner.ainvoke(state, config)
-        with _counting(counts_tokens) as usage:
-            update = await inner.ainvoke(state, config)
+            return await self._acall(input, runtime)
+        with _counting(self.counts_tokens) as usage:
+            update = await self._acall(input, runtime)
         # Off the event loop: token counting and answer parsing are CPU work, and settings given as
         # nothing at all are read from evident.toml (the dev server refuses blocking calls on its loop).
-        await asyncio.to_thread(annotate, runs, state, update, runtime, usage)
+        await asyncio.to_thread(self.annotate, runs, input, update, runtime, usage)
         return update
 
-    call.__name__ = acall.__name__ = name
-    return RunnableCallable(call, acall, name=name, trace=False)
+    async def _acall(self, state: Any, runtime: NodeRuntime) -> Mapping[str, Any]:
+        update: Mapping[str, Any]
+        if isinstance(self.node, Dual):
+            update = await self.node.asynchronous(state, runtime)
+        else:
+            # A blocking node runs in a worker thread, with this context (the token counter, the run's config).
+            update = await run_in_executor(None, self.node, state, runtime)
+        return update
 
 
-def instrumented(models: Models, token_counter: TokenCounter | None) -> Callable[[str, Any], Any]:
+def instrument(name: str, node: Node, *, models: Models, token_counter: TokenCounter | None = None) -> TracedNode:
+    """`node` as the graph runs it: its run annotated; sync and async implementations are both kept."""
+    return TracedNode(name, node, _Annotator(name, models, token_counter))
+
+
+def instrumented(models: Models, token_counter: TokenCounter | None) -> Callable[[str, Node], TracedNode]:
     """`instrument` bound to the graph's models and token counter, for the builder."""
     return lambda name, node: instrument(name, node, models=models, token_counter=token_counter)

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evident.citations.answer import citations_in, known_ids, parse_answer, units_of
+from evident.nodes import names as step
 
-NODES = ("rewrite", "retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify", "postprocess")
+if TYPE_CHECKING:
+    from evident.llm.batching import TokenCounter
+
 ACTIONS = ("kept", "corrected", "truncated", "relinked", "dropped")  # evident.alignment.models.ACTIONS
-TokenCounter = Callable[[str], int]
 Summary = dict[str, Any]
 
 
@@ -243,9 +245,9 @@ def _postprocess(update: Mapping[str, Any], *, state: Mapping[str, Any] | None =
 
 
 _SUMMARISERS: dict[str, Callable[..., Summary]] = {
-    "rewrite": _rewrite,
-    "retrieve": _retrieve, "extract_batch": _extract_batch, "extract": _extract, "align": _align,
-    "insufficient": _insufficient, "generate": _generate, "verify": _verify, "postprocess": _postprocess,
+    step.REWRITE: _rewrite, step.RETRIEVE: _retrieve, step.EXTRACT_BATCH: _extract_batch, step.EXTRACT: _extract,
+    step.ALIGN: _align, step.INSUFFICIENT: _insufficient, step.GENERATE: _generate, step.VERIFY: _verify,
+    step.POSTPROCESS: _postprocess,
 }
 
 
@@ -267,7 +269,7 @@ def summarize(
     summariser = _SUMMARISERS.get(node)
     out: Summary = summariser(update, state=state, settings=settings, model=model, usage=usage,
                               counter=counter, budget=budget) if summariser else {}
-    latency = _latency(update, f"extract_batch_{out.get('batch')}" if node == "extract_batch" else node)
+    latency = _latency(update, step.batch_timing(out.get("batch")) if node == step.EXTRACT_BATCH else node)
     if latency is not None:
         out["latency_ms"] = latency
     return out
@@ -283,33 +285,33 @@ def _plural(n: int, word: str) -> str:
 def describe(node: str, summary: Mapping[str, Any]) -> str:
     """A human line for a progress display: what the step did, from its summary."""
     s = summary
-    if node == "rewrite":
+    if node == step.REWRITE:
         line = f"rewrite: {s.get('problem') or s.get('standalone_query', '')} ({s.get('rewritten_by') or 'none'})"
-    elif node == "retrieve":
+    elif node == step.RETRIEVE:
         if s.get("error"):
             return f"retrieve: error: {s['error']}"
         sources = s.get("sources") or [{"source": k} for k in s.get("documents_by_source", {})]
         line = f"retrieve: {_plural(int(s.get('documents', 0)), 'document')} from {_plural(len(sources), 'source')}"
         if s.get("source_errors"):
             line += ", failed: " + ", ".join(e["source"] for e in s["source_errors"])
-    elif node == "extract_batch":
+    elif node == step.EXTRACT_BATCH:
         line = f"extract: batch {s.get('batch')} of {s.get('of')}: {_plural(int(s.get('passages', 0)), 'passage')}"
         if s.get("failed"):
             line += " (model failed; extracted offline)"
-    elif node == "extract":
+    elif node == step.EXTRACT:
         line = f"extract: {_plural(int(s.get('passages', 0)), 'passage')} ({s.get('extractor', '')})"
-    elif node == "align":
+    elif node == step.ALIGN:
         line = "align: " + ", ".join(f"{s.get(a, 0)} {a}" for a in ACTIONS)
-    elif node == "insufficient":
+    elif node == step.INSUFFICIENT:
         line = "insufficient: no passage survived alignment"
-    elif node == "generate":
+    elif node == step.GENERATE:
         line = f"generate: {_plural(int(s.get('sentences', 0)), 'sentence')} ({s.get('generated_by', '')})"
-    elif node == "verify":
+    elif node == step.VERIFY:
         line = (f"verify: {_plural(int(s.get('sentences_kept', 0)), 'sentence')} kept, "
                 f"{s.get('sentences_removed', 0)} removed, {s.get('sentences_flagged', 0)} flagged")
         if s.get("citations_repaired"):
             line += f", {_plural(int(s['citations_repaired']), 'citation')} repaired"
-    elif node == "postprocess":
+    elif node == step.POSTPROCESS:
         line = f"postprocess: {s.get('status') or 'done'}, {_plural(int(s.get('citations', 0)), 'citation')}"
     else:
         line = node

@@ -1,1 +1,2 @@
-"""The language models: chat models, extraction calls, reply parsing and batching."""
+"""The language models: chat models (`models`), their servers (`servers`), retries and failures
+(`failures`), extraction calls (`extraction`), reply parsing (`replies`) and batching (`batching`)."""

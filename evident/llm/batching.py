@@ -17,6 +17,7 @@ Any other tokenizer (a Hugging Face tokenizer of a local model, say) can be inje
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import math
 import os
@@ -26,6 +27,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from evident.alignment import drops
 from evident.alignment.models import SourceDocument
 from evident.context import EvidentContext
 
@@ -110,7 +112,7 @@ def _pieces(text: str, start: int, end: int, budget: int, count: TokenCounter, l
     bounds = [start] + [m.end() for m in _CUTS[level].finditer(text, start, end) if start < m.end() < end] + [end]
     out: list[tuple[int, int]] = []
     cur_start, cur_tokens = bounds[0], 0
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         size = count(text[a:b])
         if size > budget:
             if cur_tokens:
@@ -163,7 +165,7 @@ def plan_batches(
             slot = next((i for i, load in enumerate(loads) if load + size <= budget), None)
             if slot is None:
                 if len(batches) >= max_batches:
-                    log.warning("extraction batch cap (%d) reached; %s is not sent to the model", max_batches, part.url)
+                    log.warning(drops.BATCH_CAP, max_batches, part.url)
                     continue
                 batches.append([])
                 loads.append(0)

@@ -25,19 +25,16 @@ from typing import Any
 
 from evident.alignment.models import Passage, SourceDocument
 from evident.context import EvidentContext
-from evident.llm.models import (
+from evident.llm.failures import (
     ModelFailure,
     call_with_retries,
     http_status,
     is_retryable,
     is_timeout,
-    model_base_url,
-    refusal_of,
     server_message,
-    server_slot,
-    text_of,
 )
-from evident.llm.replies import read_extraction
+from evident.llm.replies import read_extraction, refusal_of, text_of
+from evident.llm.servers import model_base_url, server_slot
 from evident.prompts.extraction import EXTRACTION_PROMPT, echoes_example, response_format_schema, tool_schema
 from evident.prompts.render import render_documents
 

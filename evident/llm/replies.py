@@ -1,6 +1,7 @@
-"""Reading a model's extraction reply, however it came back: strictly first, then tolerantly.
+"""Reading a model's replies: an extraction reply, however it came back (strictly first, then
+tolerantly), and the text or refusal of any chat reply.
 
-A reply may be valid JSON that fails the schema (other field names, ids as numbers), JSON wrapped in
+An extraction reply may be valid JSON that fails the schema (other field names, ids as numbers), JSON wrapped in
 prose or a Markdown fence, or JSON cut off by the output-token limit. `read_extraction` salvages
 every complete passage object it can find and never raises. Passages it returns still go through
 alignment like any other, so salvaging can only lose evidence, never let unverified text through.
@@ -176,3 +177,30 @@ def _read_broken(text: str) -> Extraction:
         if read.passages is not None:
             return read
     return Extraction(passages=None)
+
+
+# -- any chat reply -------------------------------------------------------------------------------
+
+
+def text_of(message: Any) -> str:
+    """The text of a chat message, whatever content shape its provider used."""
+    content = getattr(message, "content", message)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            b if isinstance(b, str) else str(b.get("text", "")) for b in content
+            if isinstance(b, str) or (isinstance(b, dict) and b.get("type", "text") == "text")
+        )
+    return "" if content is None else str(content)
+
+
+def refusal_of(message: Any) -> str | None:
+    """The refusal text of a chat message, if the model declined (an OpenAI `refusal` field)."""
+    refusal = (getattr(message, "additional_kwargs", None) or {}).get("refusal")
+    if refusal:
+        return str(refusal)
+    finish = (getattr(message, "response_metadata", None) or {}).get("finish_reason")
+    if finish == "content_filter":
+        return "the output was stopped by a content filter"
+    return None

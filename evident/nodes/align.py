@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from evident.alignment import align as align_passages
 from evident.alignment.evidence import drop_non_evidence
-from evident.nodes.common import settings, timed
-from evident.state import EvidentState
+from evident.context import run_settings
+from evident.nodes.common import NodeRuntime, timed
+from evident.nodes.names import ALIGN, GENERATE, INSUFFICIENT
+from evident.state import AlignUpdate, EvidentState
 
 
-def align(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
-    ctx = settings(runtime)
-    update: dict[str, Any] = {}
-    with timed("align", update):
+def align(state: EvidentState, runtime: NodeRuntime = None) -> AlignUpdate:
+    ctx = run_settings(runtime)
+    update: AlignUpdate = {}
+    with timed(ALIGN, update):
         decisions = align_passages(
             state.get("passages") or [], state.get("documents") or [],
             n=ctx.ngram_n, threshold=ctx.threshold, drift=ctx.drift, bridge=ctx.bridge,
@@ -27,4 +27,4 @@ def align(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
 
 def route_after_align(state: EvidentState) -> str:
     """The short-circuit of DESIGN §2: no verified passage, no generation."""
-    return "generate" if state.get("verified") else "insufficient"
+    return GENERATE if state.get("verified") else INSUFFICIENT

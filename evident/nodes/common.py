@@ -1,65 +1,25 @@
-"""Helpers every node uses: the run's settings, who is asking, and timing.
+"""Helpers every node uses: who is asking on the server, and how long a step took.
 
-A run started by the LangGraph server (its runtime carries `server_info`) is a request, not the
-owner: it may set only the `RequestSettings`, and its principal is the authenticated caller.
-Whatever route the request came in by (a run, a thread's run, an assistant's context), the nodes
-read their settings here, so a refused setting never reaches a retriever, a model or a file.
+A node reads its settings with `evident.context.run_settings(runtime)`; on the server, that keeps a
+request to the settings it may set.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from evident.context import (
-    ContextWithDefaults,
-    EvidentContext,
-    RequestSettingsError,
-    split_request_settings,
-)
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from evident.context import EvidentContext
 from evident.models import Principal
+from evident.state import Timed
 
-
-def served(runtime: Any) -> bool:
-    """Whether the LangGraph server started this run (it sets the assistant and graph it runs)."""
-    return getattr(runtime, "server_info", None) is not None
-
-
-def _requested(ctx: Any) -> dict[str, Any] | None:
-    """What a served run's request asked for; None for an `EvidentContext` built by the owner's code."""
-    if isinstance(ctx, ContextWithDefaults):
-        return ctx.requested
-    if isinstance(ctx, Mapping):
-        return dict(ctx)
-    return None
-
-
-def refused_settings(runtime: Any) -> list[RequestSettingsError]:
-    """The settings a served run's request may not set (none for the owner's runs)."""
-    if not served(runtime):
-        return []
-    return split_request_settings(_requested(getattr(runtime, "context", None)))[1]
-
-
-def settings(runtime: Any) -> EvidentContext:
-    """The run's `EvidentContext`; environment/`evident.toml` defaults when none was passed.
-
-    For a served run, only the request's allowed settings apply over the deployment's: a refused
-    one is left out here (and reported by `retrieve`, which ends the query)."""
-    ctx = getattr(runtime, "context", None) if runtime is not None else None
-    if served(runtime):
-        requested = _requested(ctx)
-        if requested is not None:
-            allowed, refused = split_request_settings(requested)
-            if refused or not isinstance(ctx, ContextWithDefaults):
-                return ContextWithDefaults(**allowed)
-    if isinstance(ctx, EvidentContext):
-        return ctx
-    if isinstance(ctx, dict):
-        return EvidentContext.from_env(**ctx)
-    return EvidentContext.from_env()
+NodeRuntime = Runtime[EvidentContext] | None  # None: a node called directly, outside a graph run
 
 
 def _field(user: Any, key: str) -> Any:
@@ -71,7 +31,7 @@ def _field(user: Any, key: str) -> Any:
     return getattr(user, key, None)
 
 
-def authenticated_principal(runtime: Any, config: Mapping[str, Any] | None) -> Principal:
+def authenticated_principal(runtime: NodeRuntime, config: RunnableConfig | None) -> Principal:
     """A served run's principal: the user the server authenticated (`langgraph_auth_user` of the
     run's config; a JSON copy of it on a database-backed server), never the request body.
     Anonymous callers (no authentication configured) get the empty principal: public documents."""
@@ -90,9 +50,26 @@ def authenticated_principal(runtime: Any, config: Mapping[str, Any] | None) -> P
 
 
 @contextmanager
-def timed(name: str, update: dict[str, Any]) -> Iterator[None]:
+def timed(name: str, update: Timed) -> Iterator[None]:
+    """Record the step's time in its `update`, however the step leaves the block (early returns too)."""
     start = time.perf_counter()
     try:
         yield
     finally:
         update.setdefault("timings_ms", {})[name] = round((time.perf_counter() - start) * 1000, 2)
+
+
+StateT = TypeVar("StateT")
+UpdateT = TypeVar("UpdateT", bound=Mapping[str, Any])
+
+
+@dataclass(frozen=True)
+class Dual(Generic[StateT, UpdateT]):
+    """A node with a blocking implementation for `invoke` and an asyncio one for `ainvoke` (otherwise a
+    node runs in a worker thread under `ainvoke`). Called directly, it is the blocking one."""
+
+    sync: Callable[[StateT, NodeRuntime], UpdateT]
+    asynchronous: Callable[[StateT, NodeRuntime], Awaitable[UpdateT]]
+
+    def __call__(self, state: StateT, runtime: NodeRuntime = None) -> UpdateT:
+        return self.sync(state, runtime)

@@ -11,25 +11,28 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from langgraph.types import Send
 
 from evident.alignment import nfkc_casefold
-from evident.alignment.models import Passage, SourceDocument
-from evident.context import EvidentContext
+from evident.alignment.models import Passage
+from evident.context import EvidentContext, run_settings
+from evident.llm.batching import TokenCounter, extraction_budget, make_counter, plan_batches
 from evident.llm.extraction import extract_with_model
-from evident.llm.models import DEFAULT_MODELS, ModelFailure, Models, describe_failure
+from evident.llm.failures import ModelFailure, describe_failure
+from evident.llm.models import DEFAULT_MODELS, Models
 from evident.llm.replies import BatchExtraction
-from evident.nodes.common import settings, timed
+from evident.nodes.common import NodeRuntime, timed
+from evident.nodes.names import EXTRACT, EXTRACT_BATCH, POSTPROCESS, batch_timing
 from evident.offline.extractor import extract_passages
 from evident.prompts.render import render_document
-from evident.state import EvidentState
-from evident.llm.batching import TokenCounter, extraction_budget, make_counter, plan_batches
+from evident.state import EvidentState, ExtractBatch, ExtractUpdate
 
 OFFLINE_FALLBACK = "used the offline extractor"
 log = logging.getLogger(__name__)
-Node = Callable[..., dict[str, Any]]
+Route = Callable[[EvidentState, NodeRuntime], str | list[Send]]
+ExtractBatchNode = Callable[[ExtractBatch, NodeRuntime], ExtractUpdate]
+ExtractNode = Callable[[EvidentState, NodeRuntime], ExtractUpdate]
 
 
 def _key(url: str, text: str) -> tuple[str, str]:
@@ -44,7 +47,7 @@ def merge_passages(groups: Sequence[Sequence[Passage]]) -> list[Passage]:
     keys = [_key(p.url, p.content) for p in flat]
     keep: list[Passage] = []
     seen: set[tuple[str, str]] = set()
-    for i, (p, (url, text)) in enumerate(zip(flat, keys)):
+    for i, (p, (url, text)) in enumerate(zip(flat, keys, strict=True)):
         if not text or (url, text) in seen:
             continue
         inside = any(
@@ -59,24 +62,24 @@ def merge_passages(groups: Sequence[Sequence[Passage]]) -> list[Passage]:
 
 def make_extract_nodes(
     models: Models, token_counter: TokenCounter | None = None
-) -> tuple[Callable[..., Any], Node, Node]:
+) -> tuple[Route, ExtractBatchNode, ExtractNode]:
     """(route_extraction, extract_batch, extract) bound to one source of chat models."""
 
     def counter(ctx: EvidentContext) -> TokenCounter:
         return token_counter or make_counter(ctx)
 
-    def route_extraction(state: EvidentState, runtime: Any = None) -> Any:
+    def route_extraction(state: EvidentState, runtime: NodeRuntime = None) -> str | list[Send]:
         """After retrieve: stop on an error, fan out to the model, or extract offline."""
         if state.get("status") == "error":
-            return "postprocess"
-        ctx = settings(runtime)
+            return POSTPROCESS
+        ctx = run_settings(runtime)
         docs = state.get("documents") or []
         if not docs or not models.enabled(ctx):
-            return "extract"
+            return EXTRACT
         try:
             models.get(ctx, "extract")  # a configuration problem is reported once, by `extract`
         except Exception:
-            return "extract"
+            return EXTRACT
         try:
             count = counter(ctx)
             batches = plan_batches(docs, budget=extraction_budget(ctx, count), count=count,
@@ -85,39 +88,39 @@ def make_extract_nodes(
             log.warning("planning extraction batches failed; one batch per document", exc_info=True)
             batches = [[d] for d in docs[: ctx.max_extract_batches]]
         return [
-            Send("extract_batch", {"query": state["query"], "batch": i, "of": len(batches), "documents": batch})
+            Send(EXTRACT_BATCH, ExtractBatch(query=state["query"], batch=i, of=len(batches), documents=batch))
             for i, batch in enumerate(batches, 1)
-        ] or "extract"
+        ] or EXTRACT
 
-    def extract_batch(payload: dict[str, Any], runtime: Any = None) -> dict[str, Any]:
+    def extract_batch(payload: ExtractBatch, runtime: NodeRuntime = None) -> ExtractUpdate:
         """One extraction call over one batch (a `Send` task)."""
-        ctx = settings(runtime)
+        ctx = run_settings(runtime)
         i, of = int(payload["batch"]), int(payload["of"])
-        docs: list[SourceDocument] = list(payload["documents"])
-        update: dict[str, Any] = {}
-        with timed(f"extract_batch_{i}", update):
+        docs = list(payload["documents"])
+        update: ExtractUpdate = {}
+        with timed(batch_timing(i), update):
             try:
                 passages, note, rung = extract_with_model(models.get(ctx, "extract"), ctx, payload["query"], docs)
                 result = BatchExtraction(batch=i, of=of, documents=docs, passages=passages, note=note, rung=rung)
             except Exception as exc:  # any model failure degrades this batch, never the query
                 failure = describe_failure(exc, ctx)
-                step = f"extract (batch {i} of {of})" if of > 1 else "extract"
+                step = f"{EXTRACT} (batch {i} of {of})" if of > 1 else EXTRACT
                 update["model_errors"] = [failure.to_error(models.name(ctx), step, OFFLINE_FALLBACK)]
                 result = BatchExtraction(batch=i, of=of, documents=docs, failed=True, note=failure.message)
         update["extractions"] = [result]
         return update
 
-    def extract(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
-        ctx = settings(runtime)
-        update: dict[str, Any] = {}
+    def extract(state: EvidentState, runtime: NodeRuntime = None) -> ExtractUpdate:
+        ctx = run_settings(runtime)
+        update: ExtractUpdate = {}
         docs = state.get("documents") or []
-        with timed("extract", update):
+        with timed(EXTRACT, update):
             if not models.enabled(ctx):
                 update["passages"] = (
                     extract_passages(state["query"], docs, max_passages=ctx.max_passages) if docs else []
                 )
                 return update
-            update.update(mode="llm", extractions=None)
+            update.update({"mode": "llm", "extractions": None})
             batches = sorted(state.get("extractions") or [], key=lambda b: b.batch)
             if docs and not batches:
                 # The router found no usable model: say why once, answer this step offline.
@@ -126,7 +129,7 @@ def make_extract_nodes(
                     reason = ModelFailure("model", "no extraction call was made")
                 except Exception as exc:
                     reason = describe_failure(exc, ctx)
-                update["model_errors"] = [reason.to_error(models.name(ctx), "extract", OFFLINE_FALLBACK)]
+                update["model_errors"] = [reason.to_error(models.name(ctx), EXTRACT, OFFLINE_FALLBACK)]
                 update["passages"] = extract_passages(state["query"], docs, max_passages=ctx.max_passages)
                 return update
             # Which request shape each call used and how its reply was read (docs/llm.md).

@@ -13,27 +13,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from evident.llm.models import (
-    DEFAULT_MODELS,
-    ModelFailure,
-    Models,
-    call_with_retries,
-    describe_failure,
-    refusal_of,
-    server_slot,
-    text_of,
-)
-from evident.nodes.common import settings, timed
+from evident.context import EvidentContext, run_settings
+from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
+from evident.llm.models import DEFAULT_MODELS, Models
+from evident.llm.replies import refusal_of, text_of
+from evident.llm.servers import server_slot
+from evident.nodes.common import NodeRuntime, timed
+from evident.nodes.names import GENERATE
 from evident.offline.composer import compose_answer
 from evident.prompts.generation import GENERATION_PROMPT
 from evident.prompts.render import render_passages
-from evident.state import EvidentState
+from evident.state import DraftUpdate, EvidentState
 
 OFFLINE_FALLBACK = "used the offline composer"
 _CALL_CONFIG: dict[str, Any] = {"run_name": "generate_answer"}
 
 
-def generate_with_model(model: Any, ctx: Any, state: EvidentState) -> str:
+def generate_with_model(model: Any, ctx: EvidentContext, state: EvidentState) -> str:
     """The model's draft; raises `ModelFailure` when there is no usable one."""
     messages = GENERATION_PROMPT.format_messages(
         passages=render_passages(state.get("verified") or [], state.get("documents") or []), query=state["query"]
@@ -52,11 +48,11 @@ def generate_with_model(model: Any, ctx: Any, state: EvidentState) -> str:
     return draft
 
 
-def make_generate(models: Models) -> Callable[..., dict[str, Any]]:
-    def generate(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
-        ctx = settings(runtime)
-        update: dict[str, Any] = {}
-        with timed("generate", update):
+def make_generate(models: Models) -> Callable[[EvidentState, NodeRuntime], DraftUpdate]:
+    def generate(state: EvidentState, runtime: NodeRuntime = None) -> DraftUpdate:
+        ctx = run_settings(runtime)
+        update: DraftUpdate = {}
+        with timed(GENERATE, update):
             if models.enabled(ctx):
                 try:
                     update["draft"] = generate_with_model(models.get(ctx, "generate"), ctx, state)
@@ -64,7 +60,7 @@ def make_generate(models: Models) -> Callable[..., dict[str, Any]]:
                     return update
                 except Exception as exc:  # any model failure degrades this step, never the query
                     failure = describe_failure(exc, ctx)
-                    update["model_errors"] = [failure.to_error(models.name(ctx), "generate", OFFLINE_FALLBACK)]
+                    update["model_errors"] = [failure.to_error(models.name(ctx), GENERATE, OFFLINE_FALLBACK)]
             update["draft"] = compose_answer(state["query"], state.get("verified") or [])
             update["generated_by"] = "offline"
         return update

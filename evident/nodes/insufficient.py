@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from evident.models import INSUFFICIENT_ANSWER
-from evident.state import EvidentState
+from evident.nodes.common import NodeRuntime
+from evident.state import DraftUpdate, EvidentState
 
 
-def insufficient(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
+def insufficient(state: EvidentState, runtime: NodeRuntime = None) -> DraftUpdate:
     return {"draft": INSUFFICIENT_ANSWER, "citations": []}

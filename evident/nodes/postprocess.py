@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from evident.citations.answer import apply_glossary, known_ids, parse_answer, render_answer, resolve_citation, units_of
-from evident.conversation.messages import conclude
-from evident.models import INSUFFICIENT_ANSWER
-from evident.nodes.common import settings, timed
-from evident.state import EvidentState
 from evident.citations.support import GeneratedSentenceSupport
+from evident.context import run_settings
+from evident.conversation.messages import conclude
+from evident.models import INSUFFICIENT_ANSWER, Status
+from evident.nodes.common import NodeRuntime, timed
+from evident.nodes.names import POSTPROCESS
+from evident.state import EvidentState, PostprocessUpdate
 
 
-def postprocess(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
-    ctx = settings(runtime)
-    update: dict[str, Any] = {}
-    with timed("postprocess", update):
+def postprocess(state: EvidentState, runtime: NodeRuntime = None) -> PostprocessUpdate:
+    ctx = run_settings(runtime)
+    update: PostprocessUpdate = {}
+    with timed(POSTPROCESS, update):
         if state.get("status") == "error":
-            update.update(answer="", citations=[])
+            update.update({"answer": "", "citations": []})
             update["messages"] = conclude(state, update, ctx)
             return update
         lines = parse_answer(state.get("draft") or "", known_ids(state.get("verified") or []))
@@ -35,15 +35,16 @@ def postprocess(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
             ]
             # Spans were located with the source's wording; the glossary only restyles the answer.
             apply_glossary(lines, ctx.glossary)
-            for (u, _), citation in zip(pairs, citations):
+            for (u, _), citation in zip(pairs, citations, strict=True):
                 citation.sentence = u.text
             answer = render_answer(lines)
         degraded = bool(state.get("source_errors") or state.get("model_errors"))
+        status: Status
         if answer == INSUFFICIENT_ANSWER:
             status = "degraded" if degraded else "insufficient"
         else:
             status = "degraded" if degraded else "answered"
-        update.update(answer=answer, citations=citations, status=status)
+        update.update({"answer": answer, "citations": citations, "status": status})
         # The conversation's next message: the verified answer with its citations (evident/conversation).
         update["messages"] = conclude(state, update, ctx)
     return update

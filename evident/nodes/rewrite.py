@@ -1,12 +1,13 @@
 """rewrite (beyond the paper): the question a query answers, from a `query` or a conversation.
 
 The first step of every query. Input `{"query": ...}` is a standalone question, taken as it is (its
-answer still joins `messages`, so a later follow-up on the thread can refer to it). Input `{"messages": [...]}`
-(anything after the graph's last answer) is a conversation, which must end with the user's message: its last message is turned into a standalone
-question, by the chat model in LLM mode (evident/prompts/rewrite.py) or by the offline rule
-(evident/conversation/rule.py). A failed model call falls back to the rule and is reported in
-`model_errors` (status `degraded`). The result is `query` (what retrieval, extraction and generation
-use), `standalone_query`, and `rewrite` (how it was made), written at every turn.
+answer still joins `messages`, so a later follow-up on the thread can refer to it). Input
+`{"messages": [...]}` (anything after the graph's last answer) is a conversation, which must end with
+the user's message: its last message is turned into a standalone question, by the chat model in
+LLM mode (evident/prompts/rewrite.py) or by the offline rule (evident/conversation/rule.py). A failed
+model call falls back to the rule and is reported in `model_errors` (status `degraded`). The result
+is `query` (what retrieval, extraction and generation use), `standalone_query`, and `rewrite` (how it
+was made), written at every turn.
 
 The messages come from the request: only user and assistant text is taken, within the deployment's
 limits (`max_messages`, `max_conversation_chars`, `max_query_chars` for the question). A refused
@@ -19,15 +20,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from evident.context import EvidentContext
+from evident.context import EvidentContext, refused_settings, run_settings
 from evident.conversation.messages import answered, refused, role_of, size_of, to_turns
 from evident.conversation.rule import Turn, check_turns, condense
-from evident.llm.models import DEFAULT_MODELS, ModelFailure, Models, call_with_retries, describe_failure, refusal_of, text_of
-from evident.models import Rewrite
-from evident.nodes.common import refused_settings, settings, timed
+from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
+from evident.llm.models import DEFAULT_MODELS, Models
+from evident.llm.replies import refusal_of, text_of
+from evident.models import Rewrite, SourceError
+from evident.nodes.common import NodeRuntime, timed
+from evident.nodes.names import REWRITE
 from evident.nodes.retrieve import check_query
 from evident.prompts.rewrite import REWRITE_PROMPT
-from evident.state import EvidentState
+from evident.state import EvidentState, RewriteUpdate
 
 RULE_FALLBACK = "used the offline rewrite rule"
 # Tokens of the rewrite call are not an answer: chat clients streaming messages must not show them.
@@ -61,17 +65,17 @@ def rewrite_with_model(model: Any, ctx: EvidentContext, question: str, history: 
     return lines[0]
 
 
-def _query_turn(state: EvidentState, turns: int) -> dict[str, Any]:
+def _query_turn(state: EvidentState, turns: int) -> RewriteUpdate:
     query = state.get("query")
     asked = query.strip() if isinstance(query, str) else ""
     return {"standalone_query": asked, "rewrite": Rewrite(asked=asked, standalone_query=asked, turns=turns)}
 
 
-def make_rewrite(models: Models) -> Callable[..., dict[str, Any]]:
-    def rewrite(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
-        ctx = settings(runtime)
-        update: dict[str, Any] = {}
-        with timed("rewrite", update):
+def make_rewrite(models: Models) -> Callable[[EvidentState, NodeRuntime], RewriteUpdate]:
+    def rewrite(state: EvidentState, runtime: NodeRuntime = None) -> RewriteUpdate:
+        ctx = run_settings(runtime)
+        update: RewriteUpdate = {}
+        with timed(REWRITE, update):
             messages = list(state.get("messages") or [])
             earlier = sum(1 for m in messages if role_of(m) == "user")
             if not messages or answered(messages[-1]):  # nothing new in `messages`: a query
@@ -84,8 +88,8 @@ def make_rewrite(models: Models) -> Callable[..., dict[str, Any]]:
             ) or check_query(turns[-1].content, ctx)
             if problem:
                 asked = turns[-1].content.strip() if turns else ""
-                update.update(query=asked, standalone_query="", messages=refused(messages),
-                              rewrite=Rewrite(asked=asked[: ctx.max_query_chars], problem=problem))
+                update.update({"query": asked, "standalone_query": "", "messages": refused(messages),
+                               "rewrite": Rewrite(asked=asked[: ctx.max_query_chars], problem=problem)})
                 return update
             asked, history = turns[-1].content.strip(), turns[:-1]
             info = Rewrite(asked=asked, standalone_query=asked, turns=earlier - 1)
@@ -95,14 +99,14 @@ def make_rewrite(models: Models) -> Callable[..., dict[str, Any]]:
                     standalone, by = asked, "none"
                 info = info.model_copy(update={"standalone_query": standalone, "rewritten_by": by,
                                                "model_error": error})
-            update.update(query=info.standalone_query, standalone_query=info.standalone_query, rewrite=info)
+            update.update({"query": info.standalone_query, "standalone_query": info.standalone_query, "rewrite": info})
         return update
 
     return rewrite
 
 
 def _standalone(models: Models, ctx: EvidentContext, asked: str, history: Sequence[Turn],
-                runtime: Any) -> tuple[str, str, Any]:
+                runtime: NodeRuntime) -> tuple[str, str, SourceError | None]:
     """(question, rewritten_by, model error or None)."""
     error = None
     # A request that will be refused (retrieve ends it) must not cost a model call.
@@ -111,7 +115,7 @@ def _standalone(models: Models, ctx: EvidentContext, asked: str, history: Sequen
             question = rewrite_with_model(models.get(ctx, "generate"), ctx, asked, history)
             return question, ("model" if question != asked else "none"), None
         except Exception as exc:  # a model failure degrades the rewrite to the rule, never the query
-            error = describe_failure(exc, ctx).to_error(models.name(ctx), "rewrite", RULE_FALLBACK)
+            error = describe_failure(exc, ctx).to_error(models.name(ctx), REWRITE, RULE_FALLBACK)
     question, changed = condense(asked, history)
     return question, ("rule" if changed else "none"), error
 

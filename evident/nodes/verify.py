@@ -10,15 +10,15 @@ re-cited or removed.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from evident.citations.answer import PREFACE, Line, Unit, check_answer, known_ids, parse_answer, render_answer, units_of
-from evident.models import SourceError
-from evident.nodes.common import settings, timed
-from evident.offline.composer import compose_answer
-from evident.state import EvidentState
 from evident.citations.support import GeneratedSentenceSupport, content_tokens
-
+from evident.context import run_settings
+from evident.models import SourceError
+from evident.nodes.common import NodeRuntime, timed
+from evident.nodes.names import VERIFY
+from evident.offline.composer import compose_answer
+from evident.state import DraftUpdate, EvidentState
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
@@ -54,10 +54,10 @@ def _uncited_sentences(lines: list[Line], min_tokens: int, query: str) -> tuple[
     return out, fragments
 
 
-def verify(state: EvidentState, runtime: Any = None) -> dict[str, Any]:
-    ctx = settings(runtime)
-    update: dict[str, Any] = {}
-    with timed("verify", update):
+def verify(state: EvidentState, runtime: NodeRuntime = None) -> DraftUpdate:
+    ctx = run_settings(runtime)
+    update: DraftUpdate = {}
+    with timed(VERIFY, update):
         # A model paraphrases, so its sentences are judged by their own measure (evident/citations/support.py).
         model_written = state.get("generated_by") == "model"
         known = known_ids(state.get("verified") or [], state.get("documents") or [])

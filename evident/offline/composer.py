@@ -13,13 +13,13 @@ from typing import Sequence
 
 from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
+from evident.citations.answer import PREFACE, PREFACE_TAIL
 from evident.offline.sentences import CONTINUATIONS, Kind, is_noise, split_units, strip_marker
 from evident.offline.terms import content_keys, coverage, query_weights, unit_terms
 
 __all__ = ["compose_answer", "answer_coverage", "preface", "PREFACE_LEAD", "PREFACE_TAIL", "MAX_SENTENCES"]
 
-PREFACE_LEAD = "The documentation does not explicitly state"
-PREFACE_TAIL = "Here are some details from the documentation which may help:"
+PREFACE_LEAD = PREFACE
 MAX_SENTENCES = 4
 PASSAGE_RELEVANCE = 0.5
 # MAX_SENTENCES is the usual length, not a hard cap: the best passage is kept whole, and so is every

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from evident.alignment.lexicon import words
+
 Kind = Literal["heading", "item", "row", "code", "fence", "rule", "prose"]
 
 __all__ = ["CONTINUATIONS", "Kind", "split_sentences", "split_units", "unit_kind", "strip_marker", "is_noise"]
@@ -163,7 +165,7 @@ def _breaks_after(line: str, nxt: str, width: int) -> bool:
 
 def _chrome(line: str) -> bool:
     # Single words are left to the wrap logic: a wrapped paragraph can end on one.
-    return len(_WORD.findall(line)) >= 2 and is_noise(line)
+    return len(words(line)) >= 2 and is_noise(line)
 
 
 def _table_starts(text: str, lines: list[tuple[int, int]], i: int) -> bool:
@@ -302,7 +304,6 @@ _BOILERPLATE = re.compile(
     re.IGNORECASE,
 )
 _CRUMB_SPLIT = re.compile(r"\s+(?:>|\||/|·|•|→)\s+|\s*[›»]\s*")
-_WORD = re.compile(r"\w+")
 
 
 def is_noise(sentence: str, kind: Kind | None = None) -> bool:
@@ -318,7 +319,7 @@ def is_noise(sentence: str, kind: Kind | None = None) -> bool:
     if kind in ("fence", "rule") or _TABLE_SEP.match(u):
         return True
     body = strip_marker(u, kind)
-    tokens = _WORD.findall(body)
+    tokens = words(body)
     if not tokens:
         return True
     # CJK writes a whole clause without spaces; count its characters as words.
@@ -337,6 +338,6 @@ def is_noise(sentence: str, kind: Kind | None = None) -> bool:
         return False
     if "›" in body or "»" in body:
         # Only breadcrumbs use these as separators; their entries may carry versions ("Flow 4.x to 5").
-        return all(len(_WORD.findall(p)) <= 6 for p in parts)
+        return all(len(words(p)) <= 6 for p in parts)
     # A pipe-separated line with numbers is a table row without outer pipes, not a link bar.
-    return all(len(_WORD.findall(p)) <= 4 for p in parts) and not any(ch.isdigit() for ch in body)
+    return all(len(words(p)) <= 4 for p in parts) and not any(ch.isdigit() for ch in body)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from itertools import pairwise
 
-from evident.alignment.lexicon import STOPWORDS, message_parts, message_words, stem, term_weight, words
+from evident.alignment.lexicon import STOPWORDS, stem, term_weight, words
+from evident.alignment.tokenize import tokenize
+from evident.conversation.asking import message_parts, message_words
 
 __all__ = ["unit_terms", "pairs", "content_keys", "query_terms", "entity_keys", "query_weights", "coverage",
            "scenario_keys"]
@@ -50,7 +53,7 @@ def unit_terms(text: str) -> list[str]:
 
 
 def pairs(seq: list[str]) -> list[tuple[str, str]]:
-    return list(zip(seq, seq[1:]))
+    return list(pairwise(seq))
 
 
 def content_keys(text: str) -> tuple[str, ...]:
@@ -91,7 +94,6 @@ def scenario_keys(query: str) -> frozenset[str]:
     return frozenset(scenario - asking)
 
 
-_TOKEN = re.compile(r"\w+")
 ENTITY_WEIGHT = 1.5
 
 
@@ -101,15 +103,15 @@ def entity_keys(query: str) -> frozenset[str]:
     A question about a named thing is answered by text about that thing; names are also what a
     paraphrase cannot replace, so they weigh more and their absence counts more.
     """
-    text = unicodedata.normalize("NFKC", query)
+    # The tokenizer with offsets (the same words as `words`): the case is read from the text as written.
+    toks = tokenize(unicodedata.normalize("NFKC", query))
     out: set[str] = set()
     opening = True
-    for m in _TOKEN.finditer(text):
-        token = m.group()
-        if not opening and any(ch.isupper() for ch in token):
-            out.update(_keys(token.casefold()))
+    for key, start, end in zip(toks.tokens, toks.starts, toks.ends, strict=True):
+        if not opening and any(ch.isupper() for ch in toks.text[start:end]):
+            out.update(_keys(key))
         # The next token opens a sentence if only sentence punctuation and spaces lie in between.
-        tail = text[m.end() : m.end() + 3].lstrip(" \"'”’)")
+        tail = toks.text[end : end + 3].lstrip(" \"'”’)")
         opening = tail[:1] in (".", "?", "!", ":")
     return frozenset(out)
 

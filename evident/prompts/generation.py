@@ -2,12 +2,13 @@
 
 The paper's instructions in our own words: answer only from the evidence; classify the question as
 informational, analytical or application and answer in the way each calls for; when nothing
-answers it directly, lead with "The documentation does not explicitly state … Here are some details
-from the documentation which may help:" (no citation on that lead-in) and list the helpful details;
+answers it directly, lead with the fixed preface (`PREFACE` … `PREFACE_TAIL`, no citation on that
+lead-in) and list the helpful details;
 a `[url]` after every sentence, several when documents agree; lists as bullets; concise and neutral.
 
-The lead-in's wording is fixed on purpose: the verify step recognises it as the one sentence that
-needs no citation (`evident.citations.answer.PREFACE`), and the offline composer writes the same words.
+The lead-in's wording is fixed on purpose, in one place (`evident.citations.answer.PREFACE` and
+`PREFACE_TAIL`): the verify step recognises it as the one sentence that needs no citation, and the
+offline composer writes the same words.
 
 `category_rules` is shared with the direct-prompting and ground-every-sentence baselines
 (`baselines.py`), which the paper gives the same categories but numbered citations.
@@ -17,9 +18,7 @@ from __future__ import annotations
 
 from langchain_core.prompts import ChatPromptTemplate
 
-from evident.citations.answer import PREFACE
-
-PREFACE_TAIL = "Here are some details from the documentation which may help:"
+from evident.citations.answer import PREFACE, PREFACE_TAIL
 
 
 def category_rules(cite: str, cite_many: str) -> str:

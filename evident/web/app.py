@@ -47,7 +47,7 @@ def _warm_up() -> dict[str, Any]:
     """
     started = time.perf_counter()
     try:
-        from evident.nodes.retrieve import default_retriever
+        from evident.connectors.retrievers import default_retriever
 
         default_retriever(EvidentContext.from_env())
     except Exception as exc:  # the server still starts: /health says what is wrong

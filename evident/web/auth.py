@@ -15,11 +15,12 @@ cron or store item.
   Crons and the store are refused: the graph uses neither.
 - **Request settings.** A run's `context` (or `config.configurable`) and an assistant's context or
   config may hold only the `RequestSettings`; any other setting is refused here with a 4xx naming
-  it, before a run exists. The graph checks again (evident/nodes/common.py), whatever the route.
+  it, before a run exists. The graph checks again (`run_settings`, evident/context.py), whatever the route.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import ipaddress
@@ -27,7 +28,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import jwt
 from langgraph_sdk import Auth
@@ -52,7 +53,7 @@ class _FileCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str], tuple[tuple[int, int], Any]] = {}
+        self._entries: dict[tuple[str, str], tuple[tuple[int, int], object]] = {}
 
     def get(self, path: Path, kind: str, parse: Callable[[bytes], T]) -> T:
         try:
@@ -61,7 +62,7 @@ class _FileCache:
             with self._lock:
                 entry = self._entries.get((str(path), kind))
                 if entry is not None and entry[0] == stamp:
-                    return entry[1]
+                    return cast(T, entry[1])  # stored by this call's `parse` for the same (path, kind)
             value = parse(path.read_bytes())
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
@@ -197,8 +198,12 @@ def identify(authorization: str | None, client: Any, settings: ServerSettings) -
 
 
 @auth.authenticate
-def authenticate(authorization: str | None, scope: dict[str, Any]) -> dict[str, Any]:
-    # A plain function: LangGraph runs it in a worker thread, where reading the token files is fine.
+async def authenticate(authorization: str | None, scope: dict[str, Any]) -> dict[str, Any]:
+    # In a worker thread: reading the token files is a blocking call the dev server refuses on its loop.
+    return await asyncio.to_thread(_authenticate, authorization, scope)
+
+
+def _authenticate(authorization: str | None, scope: dict[str, Any]) -> dict[str, Any]:
     try:
         settings = server_settings()
     except ConfigError as exc:

@@ -37,7 +37,7 @@ EXPOSED = ["x-pagination-total", "x-pagination-next", "content-location"]
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers") or []:
         if key.lower() == name:
-            return value.decode("latin-1")
+            return str(value.decode("latin-1"))
     return None
 
 

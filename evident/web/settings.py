@@ -58,7 +58,7 @@ class ServerSettings(BaseModel):
     tokens_file: Path | None = None
     jwt_key_file: Path | None = None
     jwt_jwks_file: Path | None = None
-    jwt_algorithms: list[Algorithm] = Field(default_factory=lambda: ["RS256"])
+    jwt_algorithms: list[Algorithm] = Field(default_factory=lambda: list[Algorithm](["RS256"]))
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     jwt_user_claim: str = "sub"

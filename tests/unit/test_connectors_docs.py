@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -214,6 +215,34 @@ def test_server_errors_keep_previous_pages(site: StaticSite, tmp_path: Path) -> 
     site.files["/sitemap-docs.xml"] = urlset(("/docs/", "2025-01-01"), ("/docs/install", "2025-03-03"))
     stats = refresh_docs_index(settings(site), index)
     assert stats.pages == 2  # install kept from the last crawl, config removed from the sitemap
+
+
+def test_a_page_whose_id_is_invalid_is_skipped_and_the_rest_indexed(
+    site: StaticSite, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A page address with a space, and a canonical link with brackets: neither may be a document id.
+    site.files["/docs/release%20notes"] = page("Release notes", "<p>Flow 5 adds autoscaling of workers.</p>")
+    site.files["/docs/install"] = page("Installing Flow", "<p>Install Flow with <code>pip install tessellate-flow</code>.</p>",
+                                       head='<link rel="canonical" href="{base}/docs/install[v2]">')
+    site.files["/sitemap-docs.xml"] = urlset(("/docs/", ""), ("/docs/release notes", ""), ("/docs/install", ""))
+    index = tmp_path / "docs.sqlite3"
+    skips: list[tuple[str, str]] = []
+    with caplog.at_level(logging.WARNING, logger="evident.connectors.remote.docs_site"):
+        stats = refresh_docs_index(settings(site), index, on_skip=lambda url, why: skips.append((url, why)))
+    assert stats.pages == 2 and stats.added == 2
+    assert skips == [(site.url + "/docs/release notes", f"not indexed: id {site.url + '/docs/release notes'!r} "
+                      "contains whitespace")]
+    # The bracketed canonical link is ignored (with a warning naming the page); its address is the id.
+    assert f"{site.url}/docs/install: canonical link ignored" in caplog.text
+    retriever = LocalCorpusRetriever(index_path=index, source_name="docs", k=3)
+    assert retriever.invoke("install flow with pip")[0].metadata["url"] == site.url + "/docs/install"
+    assert all("autoscaling" not in doc.page_content for doc in retriever.invoke("autoscaling of workers"))
+
+    # Without a skip handler the skipped page is logged as a warning that names it.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="evident.connectors.remote.docs_site"):
+        assert refresh_docs_index(settings(site), index).pages == 2
+    assert f"skipped {site.url}/docs/release notes: not indexed: id" in caplog.text
 
 
 def test_page_charset_and_size(site: StaticSite) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from evident.alignment.models import AlignmentDecision, SourceDocument
 from evident.connectors.index.fts_query import weighted_terms
 from evident.connectors.index.embedded import LocalIndex
-from evident.alignment.lexicon import SCENARIO_WEIGHT, message_parts, message_words
+from evident.conversation.asking import SCENARIO_WEIGHT, message_parts, message_words
 from evident.offline.composer import MAX_LONG_SENTENCES, MAX_SENTENCES, compose_answer
 from evident.offline.extractor import MIN_COVERAGE, address_score, extract_passages
 

@@ -126,7 +126,8 @@ def test_a_served_run_keeps_its_allowed_settings_over_the_deployment(monkeypatch
 
 
 def test_the_settings_a_served_node_reads_never_hold_a_refused_value() -> None:
-    from evident.nodes.common import refused_settings, settings
+    from evident.context import refused_settings
+    from evident.context import run_settings as settings
 
     class Runtime:
         context = ContextWithDefaults(top_n=2, model="attacker", corpus=["/etc"])

@@ -3,35 +3,30 @@
 SQLite ships with Python and needs no server; it stores the documents and tracks what changed, so
 indexing is incremental per file (mtime + size, then content) and refreshing a large unchanged
 corpus costs one `stat` per file. Every change is mirrored into a Tantivy index beside the file
-(`<index>.tantivy/`), whose top-k BM25 (block-max WAND) stays fast where FTS5, which scores every
-match, does not. BM25 is what a lexical verifier downstream wants anyway: documents that share the
-question's words. The FTS5 table is kept as the fallback while the Tantivy directory is stale.
+(`<index>.tantivy/`, kept consistent by `mirrored.MirroredStore`), whose top-k BM25 (block-max WAND)
+stays fast where FTS5, which scores every match, does not. BM25 is what a lexical verifier downstream
+wants anyway: documents that share the question's words. The FTS5 table is kept as the fallback
+while the Tantivy directory is stale.
 
-Writers take `<index>.lock` (a second `evident index` waits for the first); a refresh of a set of
-corpus paths is one transaction, so a failure (a vanished path, a broken JSONL line, no documents
-at all) leaves the previous index as it was; a damaged Tantivy directory is rebuilt from SQLite.
+A refresh of a set of corpus paths is one transaction, so a failure (a vanished path, a broken JSONL
+line, no documents at all) leaves the previous index as it was; `rebuild_index` builds a damaged
+index anew from its sources.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import shutil
-import sqlite3
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from pydantic import BaseModel
 
 from evident.alignment.models import SourceDocument
 from evident.connectors.index.fts_query import fts_search, weighted_terms
-from evident.connectors.index.store import IndexFileError, WriteLock, _transaction, connect, database_error
 from evident.connectors.index.loaders import (
     DEFAULT_LIMITS,
     CorpusError,
@@ -41,11 +36,10 @@ from evident.connectors.index.loaders import (
     load_file,
     log_skip,
 )
-from evident.connectors.index.ranking import MirrorError, TantivyMirror, tantivy_errors
+from evident.connectors.index.mirrored import MirroredStore
+from evident.connectors.index.store import IndexFileError, WriteLock
 
 __all__ = ["IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index"]
-
-log = logging.getLogger(__name__)
 
 # A query word in the title says more about the document than one in its body. 20 (was 4) measured
 # best on the development set's tune part (doc2dial-qa recall@3 0.740 -> 0.755, recall@1 0.581 -> 0.602;
@@ -74,13 +68,11 @@ def default_index_path(paths: Sequence[str | Path]) -> Path:
     return Path(base).expanduser() / f"{digest}.sqlite3"
 
 
-class LocalIndex:
+class LocalIndex(MirroredStore):
     """A persistent full-text index of local corpora.
 
-    One connection guarded by a lock serves all threads of this object; other objects (threads or
-    processes) may open the same file at the same time, since WAL mode lets readers proceed while
-    one writer refreshes the index. Writers (objects or processes) take turns through `<index>.lock`,
-    waiting up to `lock_timeout_s`. `limits` bound what a corpus may make the loader do.
+    Safe to share between threads; other objects and processes may read the same file while one
+    writes (see `MirroredStore`). `limits` bound what a corpus may make the loader do.
     """
 
     def __init__(
@@ -91,17 +83,8 @@ class LocalIndex:
         limits: CorpusLimits = DEFAULT_LIMITS,
         lock_timeout_s: float = 300.0,
     ) -> None:
-        self.path = Path(path)
-        self.read_only = read_only
         self.limits = limits
-        self._lock = threading.RLock()
-        self._conn = connect(self.path, read_only=read_only)
-        self._write_lock = WriteLock(self.path, lock_timeout_s)
-        self._mirror = TantivyMirror(Path(f"{self.path}.tantivy"), title_weight=TITLE_WEIGHT)
-        self._mirror_generation: int | None = None  # the SQLite generation the mirror reflects
-        self._changed = False  # whether the current write transaction changed any document
-        with self._lock, self._guard():
-            self._sync_mirror()
+        super().__init__(path, read_only=read_only, lock_timeout_s=lock_timeout_s, title_weight=TITLE_WEIGHT)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -121,34 +104,6 @@ class LocalIndex:
             found = {row[0]: row for row in self._conn.execute(sql, [url for url, _ in hits])} if hits else {}
         # A url missing here was deleted by another process between the two reads.
         return [(_document(found[url]), score) for url, score in hits if url in found]
-
-    def _mirror_hits(self, terms: list[str], k: int, weights: dict[str, float]) -> list[tuple[str, float]] | None:
-        """Tantivy's top k (url, score), or None when the mirror cannot be trusted right now."""
-        generation = self._generation()
-        if generation != self._mirror_generation:
-            # Another process wrote: trust its mirror commit only once its marker says it is done.
-            marker = self._mirror.marker()
-            if marker is None or marker[0] != generation:
-                return None
-            try:
-                self._mirror.refresh()
-            except (MirrorError, OSError, ValueError) as exc:
-                log.warning("%s: Tantivy index unusable, searching with FTS5 (%s)", self.path, exc)
-                return None
-            self._mirror_generation = generation
-        for attempt in (1, 2):
-            try:
-                with tantivy_errors(self._mirror.directory):
-                    return self._mirror.top(terms, k, weights)
-            except MirrorError as exc:
-                if self.read_only or attempt == 2:
-                    log.warning("%s: Tantivy search failed, searching with FTS5 (%s)", self.path, exc)
-                    return None
-                log.warning("%s: Tantivy index damaged, rebuilding it from SQLite (%s)", self.path, exc)
-                self._sync_mirror(force=True)
-                if self._mirror_generation is None:
-                    return None
-        return None
 
     def get(self, url: str) -> SourceDocument | None:
         with self._reading():
@@ -317,135 +272,6 @@ class LocalIndex:
         placeholders = ", ".join("?" for _ in keep)
         with self._writing():
             return self._delete(f"WHERE root NOT IN ({placeholders})" if keep else "", keep)
-
-    def _delete(self, where: str, parameters: Sequence[Any]) -> int:
-        """Delete the matching documents from SQLite and the mirror; returns how many."""
-        urls = [row[0] for row in self._conn.execute(f"DELETE FROM documents {where} RETURNING url", parameters)]
-        if urls:
-            self._mirror_op(self._mirror.delete, urls)
-        return len(urls)
-
-    # -- the Tantivy mirror --------------------------------------------------------------------
-
-    def _generation(self) -> int:
-        # Bumped by every write transaction that changes documents; the mirror records which one
-        # it reflects. Index files written before the mirror existed have none: generation 0.
-        row = self._conn.execute("SELECT value FROM evident_meta WHERE key = 'generation'").fetchone()
-        return int(row[0]) if row and str(row[0]).isdigit() else 0
-
-    def _sync_mirror(self, *, force: bool = False) -> None:
-        """Trust the mirror if it reflects SQLite undamaged, else rebuild it (writable) or leave it to FTS5.
-
-        `force`: rebuild even if it looks in sync (a search found it damaged).
-        """
-        if not force and self._mirror_in_sync():
-            return
-        self._mirror_generation = None
-        if not force and self._mirror.marker() == self._state():
-            # Up to date by its marker, yet its files fail their checksums or document count.
-            log.warning("%s: Tantivy index damaged, rebuilding it from SQLite", self.path)
-        if self.read_only:
-            log.warning("%s: Tantivy index missing, stale or damaged; searching with FTS5 until opened "
-                        "writable", self.path)  # fmt: skip
-            return
-        try:
-            with self._write_lock.hold():
-                # Another writer may have rebuilt it while this one waited for the lock.
-                if not force and self._mirror_in_sync():
-                    return
-                # Under SQLite's write lock too, so the rows read are exactly the generation recorded.
-                with _transaction(self._conn):
-                    generation, documents = self._state()
-                    rows = self._conn.execute("SELECT url, title, content FROM documents")
-                    self._mirror.rebuild(rows, generation, documents)
-            self._mirror_generation = generation
-        except (MirrorError, OSError, ValueError) as exc:
-            log.warning("%s: cannot rebuild the Tantivy index, searching with FTS5 (%s)", self.path, exc)
-
-    def _state(self) -> tuple[int, int]:
-        """(generation, documents) of SQLite now."""
-        return self._generation(), int(self._conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
-
-    def _mirror_in_sync(self) -> bool:
-        generation, documents = self._state()
-        if self._mirror.in_sync(generation, documents):
-            self._mirror_generation = generation
-            return True
-        return False
-
-    def _mirror_op(self, operation: Callable[..., None], *arguments: Any) -> None:
-        self._changed = True
-        if self._mirror_generation is None:
-            return  # stale mirror: rebuilt once the SQLite write has committed
-        try:
-            operation(*arguments)
-        except (MirrorError, OSError, ValueError) as exc:
-            log.warning("%s: Tantivy update failed, will rebuild (%s)", self.path, exc)
-            self._mirror.rollback()
-            self._mirror_generation = None
-
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        """One SQLite write transaction, mirrored into Tantivy once SQLite has committed it."""
-        with self._lock, self._guard(), self._write_lock.hold():
-            self._changed = False
-            try:
-                with _transaction(self._conn):
-                    yield
-                    if self._changed:
-                        generation = self._generation() + 1
-                        self._conn.execute(
-                            "INSERT OR REPLACE INTO evident_meta VALUES ('generation', ?)", (str(generation),)
-                        )
-                        documents = int(self._conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
-            except BaseException:
-                self._mirror.rollback()
-                raise
-            if not self._changed:
-                return
-            if self._mirror_generation is not None:
-                try:
-                    self._mirror.commit(generation, documents)
-                    self._mirror_generation = generation
-                    return
-                except (MirrorError, OSError, ValueError) as exc:
-                    log.warning("%s: Tantivy commit failed, rebuilding (%s)", self.path, exc)
-            self._sync_mirror()
-
-    def _require_writable(self) -> None:
-        if self.read_only:
-            raise IndexFileError(self.path, "opened read-only")
-
-    # -- lifecycle -----------------------------------------------------------------------------
-
-    def close(self) -> None:
-        with self._lock:
-            self._mirror.close()
-            self._conn.close()
-
-    def __enter__(self) -> LocalIndex:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    @contextmanager
-    def _reading(self) -> Iterator[None]:
-        with self._lock, self._guard():
-            yield
-
-    @contextmanager
-    def _guard(self) -> Iterator[None]:
-        # Corruption can surface on any query, not only at open; callers get the same one-line error.
-        try:
-            yield
-        except sqlite3.ProgrammingError as exc:
-            raise IndexFileError(self.path, f"index is closed ({exc})") from None
-        except sqlite3.DatabaseError as exc:
-            raise database_error(self.path, exc) from None
-
 
 def _origin(root: Path, resolved_root: Path, file: Path) -> str:
     """The identity of a file across runs: its absolute path (links inside the root not resolved)."""

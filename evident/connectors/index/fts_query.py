@@ -13,7 +13,7 @@ import sqlite3
 import unicodedata
 from typing import Any
 
-from evident.alignment.lexicon import CHAT, message_words
+from evident.conversation.asking import CHAT, message_words
 
 
 def _word_pattern() -> re.Pattern[str]:
@@ -74,7 +74,7 @@ UNWEIGHED = 0.3
 
 def weighted_terms(text: str) -> tuple[list[str], dict[str, float]]:
     """`query_terms(text)` without the words of greetings and requests, each with its weight from
-    the message analysis (the asking part above the scenario, see `evident.alignment.lexicon.message_words`).
+    the message analysis (the asking part above the scenario, see `evident.conversation.asking.message_words`).
     A message of nothing but such words keeps all its terms at weight 1."""
     terms = query_terms(text)
     message = message_words(text)

@@ -24,8 +24,8 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
 from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
-from evident.connectors.remote.docs_index import pages_path, write_pages
 from evident.connectors.index.embedded import IndexStats, LocalIndex
+from evident.connectors.remote.docs_index import pages_path, write_pages
 from evident.connectors.source import SourceFailure
 
 SkipReporter = Callable[[str, str], None]
@@ -55,7 +55,8 @@ def loader_records(
     records: dict[str, dict[str, Any]] = {}
     for position, doc in enumerate(documents, start=1):
         if position > mapping.max_documents:
-            _skip(on_skip, f"document {position}", f"more than max_documents = {mapping.max_documents}; the rest is not loaded")
+            _skip(on_skip, f"document {position}",
+                  f"more than max_documents = {mapping.max_documents}; the rest is not loaded")
             break
         text = doc.page_content if isinstance(doc.page_content, str) else ""
         if not text.strip():
@@ -67,7 +68,8 @@ def loader_records(
         except (DocumentIdError, KeyError, ValueError) as exc:
             _skip(on_skip, _label(doc, position), f"no usable id ({exc})")
             continue
-        title = next((str(metadata[k]) for k in TITLE_KEYS if isinstance(metadata.get(k), str) and metadata[k].strip()), "")
+        titles = (str(metadata[k]) for k in TITLE_KEYS if isinstance(metadata.get(k), str) and metadata[k].strip())
+        title = next(titles, "")
         for key in ("url", "title"):
             metadata.pop(key, None)
         record: dict[str, Any] = {"url": url, "title": title.strip(), "text": text,

@@ -112,7 +112,7 @@ class TantivyMirror:
     def _marker_data(self) -> dict[str, Any] | None:
         try:
             data = json.loads((self.directory / _MARKER).read_text(encoding="utf-8"))
-            if data.get("format") != MIRROR_FORMAT:
+            if not isinstance(data, dict) or data.get("format") != MIRROR_FORMAT:
                 return None
             int(data["generation"]), int(data["documents"]), dict(data["files"])
             return data

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from pydantic import PrivateAttr
 from evident.connectors.base import to_langchain_document
 from evident.connectors.index.embedded import LocalIndex, default_index_path
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusLimits, SkipHandler
+from evident.connectors.lazy import OpenedOnFirstUse
 
 
 class LocalCorpusRetriever(BaseRetriever):
@@ -24,8 +24,7 @@ class LocalCorpusRetriever(BaseRetriever):
     source_name: str = "local"
     limits: CorpusLimits = DEFAULT_LIMITS
 
-    _index: LocalIndex | None = PrivateAttr(default=None)
-    _open_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _opened: OpenedOnFirstUse[LocalIndex] = PrivateAttr(default_factory=OpenedOnFirstUse)
 
     @classmethod
     def from_corpus(
@@ -51,21 +50,16 @@ class LocalCorpusRetriever(BaseRetriever):
         return cls(index_path=target, k=k, source_name=source_name, limits=limits)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        index = self._opened.get(lambda: LocalIndex(self.index_path, limits=self.limits))
         return [
             to_langchain_document(doc.model_copy(update={"source": self.source_name}), score=score)
-            for doc, score in self._open().search(query, k=self.k)
+            for doc, score in index.search(query, k=self.k)
         ]
 
-    def _open(self) -> LocalIndex:
-        # Opened on first use, not at construction: building a graph must not touch the disk, and
-        # LangGraph may construct retrievers in processes that never query them.
-        with self._open_lock:
-            if self._index is None:
-                self._index = LocalIndex(self.index_path, limits=self.limits)
-            return self._index
+    @property
+    def _index(self) -> LocalIndex | None:
+        """The open index, or None before the first search and after `close()`."""
+        return self._opened.current
 
     def close(self) -> None:
-        with self._open_lock:
-            if self._index is not None:
-                self._index.close()
-                self._index = None
+        self._opened.close()

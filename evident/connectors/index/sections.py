@@ -11,6 +11,7 @@ carries `section_of` (the document's id) and `section_start` (where the slice be
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from evident.alignment.models import SourceDocument
 
@@ -24,7 +25,7 @@ def split_sections(doc: SourceDocument, budget: int) -> list[SourceDocument]:
     if len(text) <= budget:
         return [doc]
     bounds = _cuts(text, budget)
-    pieces = [(start, end) for start, end in zip(bounds, bounds[1:]) if text[start:end].strip()]
+    pieces = [(start, end) for start, end in pairwise(bounds) if text[start:end].strip()]
     sections = []
     for number, (start, end) in enumerate(pieces, start=1):
         body = text[start:end]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 from abc import abstractmethod
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -13,8 +12,9 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, PrivateAttr
 
 from evident.connectors.acl import coerce_principal
+from evident.connectors.lazy import OpenedOnFirstUse
 from evident.connectors.remote.http import USER_AGENT, Flow, arun_flow, run_flow
-from evident.connectors.source import AccessReport, PermissionAware
+from evident.connectors.source import AccessOptions, AccessReport, PermissionAware
 from evident.models import Principal
 
 
@@ -31,33 +31,26 @@ class RemoteRetriever(PermissionAware, BaseRetriever):
     verify_tls: bool | str = Field(True, description="False, or a CA bundle path, for private certificates.")
     trust_env: bool = Field(False, description="Use HTTP(S)_PROXY and friends from the environment.")
 
-    _client: httpx.Client | None = PrivateAttr(default=None)
-    _client_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _client: OpenedOnFirstUse[httpx.Client] = PrivateAttr(default_factory=OpenedOnFirstUse)
 
     @abstractmethod
     def _flow(self, query: str, principal: Principal | None, report: AccessReport) -> Flow[list[Document]]:
         """The protocol of one search, as a generator of requests (see evident.connectors.remote.http)."""
 
+    def _access_flow(self, query: str, access: AccessOptions) -> Flow[list[Document]]:
+        report = access.get("report")
+        principal = coerce_principal(access.get("principal"))
+        return self._flow(query, principal, report if report is not None else AccessReport())
+
     def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        principal: Principal | dict[str, Any] | None = None,
-        report: AccessReport | None = None,
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **access: Unpack[AccessOptions]
     ) -> list[Document]:
-        flow = self._flow(query, coerce_principal(principal), report if report is not None else AccessReport())
-        return run_flow(flow, self._sync_client())
+        return run_flow(self._access_flow(query, access), self._client.get(self._new_client))
 
     async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        principal: Principal | dict[str, Any] | None = None,
-        report: AccessReport | None = None,
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **access: Unpack[AccessOptions]
     ) -> list[Document]:
-        flow = self._flow(query, coerce_principal(principal), report if report is not None else AccessReport())
+        flow = self._access_flow(query, access)
         # A client per call: an AsyncClient is bound to the event loop that first used it.
         async with httpx.AsyncClient(**self._client_options()) as client:
             return await arun_flow(flow, client)
@@ -72,14 +65,8 @@ class RemoteRetriever(PermissionAware, BaseRetriever):
             "trust_env": self.trust_env,
         }
 
-    def _sync_client(self) -> httpx.Client:
-        with self._client_lock:
-            if self._client is None:
-                self._client = httpx.Client(**self._client_options())
-            return self._client
+    def _new_client(self) -> httpx.Client:
+        return httpx.Client(**self._client_options())
 
     def close(self) -> None:
-        with self._client_lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        self._client.close()

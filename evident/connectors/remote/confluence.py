@@ -25,10 +25,10 @@ from langchain_core.documents import Document
 from pydantic import Field, SecretStr
 
 from evident.connectors.acl import is_anonymous
-from evident.connectors.remote.confluence_storage import storage_to_text
 from evident.connectors.index.fts_query import query_terms
-from evident.connectors.remote.http import Flow, host, json_body, one_line
 from evident.connectors.remote.base import RemoteRetriever
+from evident.connectors.remote.confluence_storage import storage_to_text
+from evident.connectors.remote.http import Flow, host, json_body, one_line
 from evident.connectors.source import AccessReport, SourceFailure
 from evident.models import Principal
 
@@ -108,7 +108,9 @@ class ConfluenceRetriever(RemoteRetriever):
 
     # -- requests ------------------------------------------------------------------------------
 
-    def _request(self, method: str, path: str, *, params: dict[str, str] | None = None, json: Any = None) -> httpx.Request:
+    def _request(
+        self, method: str, path: str, *, params: dict[str, str] | None = None, json: Any = None
+    ) -> httpx.Request:
         return httpx.Request(method, self.base_url + path, params=params, json=json, headers=self._auth_headers())
 
     def _auth_headers(self) -> dict[str, str]:
@@ -181,8 +183,8 @@ class ConfluenceRetriever(RemoteRetriever):
         text = storage_to_text(body)
         if not text.strip():
             return None
-        space = item.get("space") if isinstance(item.get("space"), dict) else {}
-        version = item.get("version") if isinstance(item.get("version"), dict) else {}
+        space = _object(item.get("space"))
+        version = _object(item.get("version"))
         metadata: dict[str, Any] = {"page_id": str(item["id"]), "content_type": str(item.get("type", ""))}
         if space.get("key"):
             metadata["space"] = str(space["key"])
@@ -229,3 +231,8 @@ def _restrictions_acl(item: dict[str, Any]) -> dict[str, list[str]] | None:
     if not users and not groups:
         return None
     return {"users": users, "groups": groups}
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON object of the API's answer, or an empty one where the answer has none."""
+    return value if isinstance(value, dict) else {}

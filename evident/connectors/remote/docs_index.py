@@ -18,10 +18,11 @@ from typing import Any
 
 import httpx
 
-from evident.connectors.remote.docs_site import CrawlSettings, Crawler, SkipReporter, normalize_url
-from evident.connectors.remote.http import host
 from evident.connectors.index.embedded import IndexStats, LocalIndex
+from evident.connectors.remote.docs_site import Crawler, CrawlSettings, SkipReporter, normalize_url
+from evident.connectors.remote.http import host
 from evident.connectors.source import SourceFailure
+
 
 class DocsRefreshStats(IndexStats):
     fetched: int = 0

@@ -10,7 +10,7 @@ a page that is gone (404/410) is dropped. Storing and indexing the pages: `docs_
 
 from __future__ import annotations
 
-import re
+import logging
 import time
 from collections import deque
 from collections.abc import Callable
@@ -20,11 +20,11 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 from pydantic import BaseModel, Field
-from selectolax.lexbor import LexborHTMLParser
 
-from evident.connectors.index.html_text import declared_charset, parse_html
+from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
+from evident.connectors.index.html_text import parse_html
+from evident.connectors.remote.crawled_page import decode_page, links_and_robots
 from evident.connectors.remote.http import USER_AGENT, transport_failure
-from evident.connectors.remote.robots import AGENT as ROBOTS_AGENT
 from evident.connectors.remote.robots import Robots
 from evident.connectors.remote.sitemap import MAX_SITEMAP_BYTES, SitemapError, parse_sitemap
 from evident.connectors.source import SourceFailure
@@ -36,6 +36,8 @@ GONE = frozenset({404, 410})
 
 SkipReporter = Callable[[str, str], None]
 
+log = logging.getLogger(__name__)
+
 
 class CrawlSettings(BaseModel):
     """What to crawl and how gently."""
@@ -43,7 +45,9 @@ class CrawlSettings(BaseModel):
     source_name: str
     sitemaps: list[str] = Field(default_factory=list)
     start_urls: list[str] = Field(default_factory=list)
-    allowed_prefixes: list[str] = Field(default_factory=list, description="Default: each start URL's folder, each sitemap's site.")
+    allowed_prefixes: list[str] = Field(
+        default_factory=list, description="Default: each start URL's folder, each sitemap's site."
+    )
     max_pages: int = Field(500, ge=1)
     rate_limit_per_s: float = Field(2.0, gt=0, description="Requests per second at most.")
     timeout_s: float = Field(15.0, gt=0)
@@ -165,9 +169,17 @@ class Crawler:
                 for link in links:
                     enqueue(link, "", True)
         if queue:
-            self._skip(result, queue[0][0], f"page cap of {self.settings.max_pages} reached; {len(queue)} pages not crawled")
+            self._skip(result, queue[0][0],
+                       f"page cap of {self.settings.max_pages} reached; {len(queue)} pages not crawled")
         unique: dict[str, dict[str, Any]] = {}
         for record in result.records:
+            try:
+                validate_document_id(record["url"])
+            except DocumentIdError as exc:
+                # One page the index would refuse must not cost the site its index: that page is skipped.
+                self._skip(result, record.get("crawl", {}).get("fetched_url") or record["url"],
+                           f"not indexed: {exc}", warn=True)
+                continue
             unique.setdefault(record["url"], record)  # two addresses, one canonical page: the first wins
         result.records = list(unique.values())
         return result
@@ -177,10 +189,13 @@ class Crawler:
     def _allowed(self, url: str) -> bool:
         return url.startswith(("http://", "https://")) and any(url.startswith(p) for p in self._prefixes)
 
-    def _skip(self, result: CrawlResult, url: str, reason: str) -> None:
+    def _skip(self, result: CrawlResult, url: str, reason: str, *, warn: bool = False) -> None:
+        """Report a page that is not indexed; `warn`: log it as well when nobody listens to reports."""
         result.skipped.append((url, reason))
         if self._on_skip is not None:
             self._on_skip(url, reason)
+        elif warn:
+            log.warning("skipped %s: %s", url, reason)
 
     def _robots_for(self, client: httpx.Client, url: str, result: CrawlResult) -> Robots:
         parts = urlsplit(url)
@@ -194,7 +209,8 @@ class Crawler:
             status = response.status_code
         except httpx.HTTPError as exc:
             robots = Robots.disallow_all()
-            self._skip(result, origin + "/robots.txt", f"unreachable ({transport_failure(exc, httpx.Request('GET', origin), self.settings.timeout_s).message}); not crawling {parts.netloc}")
+            problem = self._unreachable(exc, origin)
+            self._skip(result, origin + "/robots.txt", f"unreachable ({problem}); not crawling {parts.netloc}")
         else:
             if status >= 500:
                 robots = Robots.disallow_all()
@@ -207,6 +223,9 @@ class Crawler:
                     self._limiter.slow_down(robots.crawl_delay())
         self._robots[origin] = robots
         return robots
+
+    def _unreachable(self, exc: httpx.HTTPError, url: str) -> str:
+        return transport_failure(exc, httpx.Request("GET", url), self.settings.timeout_s).message
 
     # -- sitemaps ------------------------------------------------------------------------------
 
@@ -226,7 +245,7 @@ class Crawler:
                 self._limiter.wait()
                 response = client.get(url)
             except httpx.HTTPError as exc:
-                self._skip(result, url, f"sitemap unreachable: {transport_failure(exc, httpx.Request('GET', url), self.settings.timeout_s).message}")
+                self._skip(result, url, f"sitemap unreachable: {self._unreachable(exc, url)}")
                 result.unreachable += 1
                 continue
             if response.status_code != 200:
@@ -302,9 +321,9 @@ class Crawler:
         if ctype not in HTML_TYPES:
             self._skip(result, target, f"not an HTML page ({ctype or 'no content type'})")
             return None
-        html = _decode(body, resp_headers.get("content-type", ""))
+        html = decode_page(body, resp_headers.get("content-type", ""))
         page = parse_html(html)
-        links, robots_meta = _links_and_robots(html, target)
+        links, robots_meta = links_and_robots(html, target)
         if "nofollow" in robots_meta:
             links = []
         if "noindex" in robots_meta:
@@ -313,8 +332,7 @@ class Crawler:
         if not page.text.strip():
             self._skip(result, target, "no readable text in the page")
             return None, links
-        canonical = normalize_url(page.canonical_url) if page.canonical_url else ""
-        record_url = canonical if canonical and self._allowed(canonical) else target
+        record_url = self._page_id(target, page.canonical_url)
         metadata = dict(page.meta)
         record = {
             "url": record_url, "title": page.title or record_url, "text": page.text,
@@ -323,6 +341,18 @@ class Crawler:
                       "last_modified": resp_headers.get("last-modified", "")},
         }
         return record, links
+
+    def _page_id(self, target: str, canonical_url: str) -> str:
+        """The page's canonical link when it is inside the prefixes and a valid document id, else its address."""
+        canonical = normalize_url(canonical_url) if canonical_url else ""
+        if not canonical or not self._allowed(canonical):
+            return target
+        try:
+            return validate_document_id(canonical)
+        except DocumentIdError as exc:
+            # As for a local HTML file: the page is fine, only its canonical link is not an id.
+            log.warning("%s: canonical link ignored: %s", target, exc)
+            return target
 
     def _carry_over(self, result: CrawlResult, old: dict[str, Any] | None) -> None:
         result.unreachable += 1
@@ -348,37 +378,3 @@ class Crawler:
         except httpx.HTTPError as exc:
             raise transport_failure(exc, request, self.settings.timeout_s) from None
 
-
-def _decode(body: bytes, content_type: str) -> str:
-    match = re.search(r"charset=([\w.:-]+)", content_type, re.IGNORECASE)
-    for charset in (match.group(1) if match else None, declared_charset(body), "utf-8"):
-        if not charset:
-            continue
-        try:
-            return body.decode(charset)
-        except (LookupError, UnicodeDecodeError):
-            continue
-    return body.decode("utf-8", errors="replace")
-
-
-def _links_and_robots(html: str, page_url: str) -> tuple[list[str], set[str]]:
-    tree = LexborHTMLParser(html)
-    base = page_url
-    base_node = tree.css_first("base[href]")
-    if base_node is not None and base_node.attributes.get("href"):
-        base = urljoin(page_url, base_node.attributes["href"] or "")
-    links = []
-    for node in tree.css("a[href]"):
-        href = (node.attributes.get("href") or "").strip()
-        rel = (node.attributes.get("rel") or "").lower().split()
-        if not href or href.startswith(("#", "mailto:", "javascript:", "tel:")) or "nofollow" in rel:
-            continue
-        absolute = urljoin(base, href)
-        if absolute.startswith(("http://", "https://")):
-            links.append(absolute)
-    directives: set[str] = set()
-    for meta in tree.css("meta[name]"):
-        name = (meta.attributes.get("name") or "").strip().lower()
-        if name in {"robots", ROBOTS_AGENT.lower()}:
-            directives |= {d.strip() for d in (meta.attributes.get("content") or "").lower().split(",")}
-    return links, directives

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Generator
-from typing import Any, TypeVar
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -71,50 +72,70 @@ def transport_failure(exc: httpx.HTTPError, request: httpx.Request, timeout_s: f
     return SourceFailure(f"request to {where} failed ({type(exc).__name__})")
 
 
-def _timeout_of(client: httpx.Client | httpx.AsyncClient) -> float | None:
-    return client.timeout.read
+class _FlowDriver(Generic[T]):
+    """The sans-IO half of running a flow: the next request to send, and the flow's result once it returns.
 
+    `run_flow` and `arun_flow` only send the requests; everything else about driving a flow is here.
+    """
 
-def _client_headers(client: httpx.Client | httpx.AsyncClient, request: httpx.Request) -> None:
-    # `send` does not apply the client's default headers (only `build_request` does); flows build
-    # their requests themselves, so the defaults (User-Agent, Accept) are added here.
-    for name, value in client.headers.items():
-        if name not in request.headers:
-            request.headers[name] = value
+    result: T  # set when the flow returns, i.e. once `request` is None
+
+    def __init__(self, flow: Flow[T], client: httpx.Client | httpx.AsyncClient) -> None:
+        self._flow = flow
+        self._client = client
+        self.request: httpx.Request | None = None
+
+    def __enter__(self) -> _FlowDriver[T]:
+        self._step(None)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._flow.close()
+
+    def _step(self, response: httpx.Response | None) -> None:
+        try:
+            request = next(self._flow) if response is None else self._flow.send(response)
+        except StopIteration as stop:
+            self.request, self.result = None, stop.value
+            return
+        # `send` does not apply the client's default headers (only `build_request` does); flows build
+        # their requests themselves, so the defaults (User-Agent, Accept) are added here.
+        for name, value in self._client.headers.items():
+            if name not in request.headers:
+                request.headers[name] = value
+        self.request = request
+
+    def advance(self, response: httpx.Response) -> None:
+        """Give the flow the answer to its request; its next request (or its result) follows."""
+        self._step(response)
+
+    @contextmanager
+    def sending(self, request: httpx.Request) -> Iterator[None]:
+        """Around sending `request`: a transport problem becomes a `SourceFailure` naming the host."""
+        try:
+            yield
+        except httpx.HTTPError as exc:
+            raise transport_failure(exc, request, self._client.timeout.read) from None
 
 
 def run_flow(flow: Flow[T], client: httpx.Client) -> T:
     """Drive `flow` with a blocking client; returns the flow's result."""
-    try:
-        request = next(flow)
-        while True:
-            _client_headers(client, request)
-            try:
+    with _FlowDriver(flow, client) as driver:
+        while (request := driver.request) is not None:
+            with driver.sending(request):
                 response = client.send(request)
-            except httpx.HTTPError as exc:
-                raise transport_failure(exc, request, _timeout_of(client)) from None
-            request = flow.send(response)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    finally:
-        flow.close()
+            driver.advance(response)
+    return driver.result
 
 
 async def arun_flow(flow: Flow[T], client: httpx.AsyncClient) -> T:
     """Drive `flow` with an asyncio client; returns the flow's result."""
-    try:
-        request = next(flow)
-        while True:
-            _client_headers(client, request)
-            try:
+    with _FlowDriver(flow, client) as driver:
+        while (request := driver.request) is not None:
+            with driver.sending(request):
                 response = await client.send(request)
-            except httpx.HTTPError as exc:
-                raise transport_failure(exc, request, _timeout_of(client)) from None
-            request = flow.send(response)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    finally:
-        flow.close()
+            driver.advance(response)
+    return driver.result
 
 
 def http_error(response: httpx.Response, *, credential_hint: str = "") -> SourceFailure:

@@ -28,8 +28,8 @@ from selectolax.lexbor import LexborHTMLParser
 from evident.connectors.acl import is_anonymous
 from evident.connectors.index.fts_query import query_terms
 from evident.connectors.index.html_text import parse_html
-from evident.connectors.remote.http import Flow, host, json_body, one_line
 from evident.connectors.remote.base import RemoteRetriever
+from evident.connectors.remote.http import Flow, host, json_body, one_line
 from evident.connectors.source import AccessReport, SourceFailure
 from evident.models import Principal
 
@@ -94,7 +94,10 @@ class MediaWikiRetriever(RemoteRetriever):
         batch = (yield from self._ids_per_request()) if len(ids) > LOW_ID_LIMIT else LOW_ID_LIMIT
         for start in range(0, len(ids), batch):
             chunk = ids[start : start + batch]
-            pages.update((yield from self._extracts(chunk)) if self.text == "extracts" else (yield from self._parsed(chunk)))
+            if self.text == "extracts":
+                pages.update((yield from self._extracts(chunk)))
+            else:
+                pages.update((yield from self._parsed(chunk)))
         docs = []
         for page_id in ids:
             page = pages.get(page_id)
@@ -151,7 +154,8 @@ class MediaWikiRetriever(RemoteRetriever):
                 found.setdefault(hit["pageid"], []).append(rank)
                 first.setdefault(hit["pageid"], hit)
         strict = [hit["pageid"] for hit in hits]
-        others = sorted((pid for pid in found if pid not in strict), key=lambda pid: (-len(found[pid]), sum(found[pid])))
+        others = sorted((pid for pid in found if pid not in strict),
+                        key=lambda pid: (-len(found[pid]), sum(found[pid])))
         return hits + [first[pid] for pid in others]
 
     def _ids_per_request(self) -> Flow[int]:
@@ -161,7 +165,8 @@ class MediaWikiRetriever(RemoteRetriever):
         if known:
             return known
         data = yield from self._api({"action": "query", "meta": "userinfo", "uiprop": "rights"})
-        rights = ((data.get("query") or {}).get("userinfo") or {}).get("rights") if isinstance(data.get("query"), dict) else None
+        query = data.get("query")
+        rights = (query.get("userinfo") or {}).get("rights") if isinstance(query, dict) else None
         limit = HIGH_ID_LIMIT if isinstance(rights, list) and "apihighlimits" in rights else LOW_ID_LIMIT
         with self._session_lock:
             self._id_limit = limit
@@ -186,11 +191,14 @@ class MediaWikiRetriever(RemoteRetriever):
                 break
             cont = {str(k): str(v) for k, v in nxt.items()}
         else:
-            raise SourceFailure(f"{host(self.api_url)}: the extracts never finished continuing (more than {MAX_CONTINUATIONS} pages)")
+            raise SourceFailure(f"{host(self.api_url)}: the extracts never finished continuing "
+                                f"(more than {MAX_CONTINUATIONS} pages)")
         return pages
 
     def _parsed(self, ids: list[int]) -> Flow[dict[int, dict[str, Any]]]:
-        data = yield from self._api({"action": "query", "prop": "info", "inprop": "url", "pageids": "|".join(map(str, ids))})
+        data = yield from self._api(
+            {"action": "query", "prop": "info", "inprop": "url", "pageids": "|".join(map(str, ids))}
+        )
         pages = {page["pageid"]: dict(page) for page in _pages(data, self.api_url)}
         for page_id, page in pages.items():
             parsed = yield from self._api({
@@ -224,7 +232,7 @@ class MediaWikiRetriever(RemoteRetriever):
             groups = (data.get("query") or {}).get("usergroups")
             if not isinstance(groups, list):
                 raise SourceFailure(f"{host(self.api_url)}: malformed siteinfo response (no usergroups)")
-            rights = next((g.get("rights") for g in groups if isinstance(g, dict) and g.get("name") == "*"), [])
+            rights: object = next((g.get("rights") for g in groups if isinstance(g, dict) and g.get("name") == "*"), [])
         else:
             data = yield from self._api({"action": "query", "list": "users", "ususers": name, "usprop": "rights"})
             users = (data.get("query") or {}).get("users")
@@ -259,7 +267,9 @@ class MediaWikiRetriever(RemoteRetriever):
             return (yield from self._api(params, tolerate=tolerate, retried=True))
         if code in {"readapidenied", "permissiondenied"}:
             hint = f"; check {self.credential_hint}" if self.credential_hint else ""
-            raise SourceFailure(f"{host(self.api_url)}: the wiki does not let this account read through the API ({code}){hint}")
+            raise SourceFailure(
+                f"{host(self.api_url)}: the wiki does not let this account read through the API ({code}){hint}"
+            )
         raise SourceFailure(f"{host(self.api_url)}: MediaWiki API error {code}: {one_line(info, 200)}")
 
     def _request(self, method: str, params: dict[str, str], data: dict[str, str] | None = None) -> httpx.Request:
@@ -283,7 +293,8 @@ class MediaWikiRetriever(RemoteRetriever):
         if not isinstance(token, str) or not token:
             raise SourceFailure(f"{host(self.api_url)}: malformed login token response")
         response = yield self._request("POST", {"format": "json", "formatversion": "2"}, data={
-            "action": "login", "lgname": self.username, "lgpassword": self.password.get_secret_value(), "lgtoken": token,
+            "action": "login", "lgname": self.username, "lgpassword": self.password.get_secret_value(),
+            "lgtoken": token,
         })
         self._remember(response)
         data = json_body(response, what="MediaWiki login", credential_hint=self.credential_hint)

@@ -1,0 +1,68 @@
+"""The vocabulary of corpus loading: limits, errors, skip reports, the file types a corpus may hold."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+SkipHandler = Callable[[Path, str], None]
+
+TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+HTML_SUFFIXES = frozenset({".html", ".htm"})
+PDF_SUFFIXES = frozenset({".pdf"})
+JSONL_SUFFIXES = frozenset({".jsonl"})
+# JSONL is only accepted as the corpus path itself: a folder may hold other JSONL files (queries,
+# evaluation sets) that are not documents.
+FOLDER_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES
+FILE_SUFFIXES = FOLDER_SUFFIXES | JSONL_SUFFIXES
+
+LOCAL_SOURCE = "local"
+
+MB = 1_000_000
+
+
+class LimitSettings(Protocol):
+    """Settings that carry corpus limits: `EvidentContext`, a local source's settings."""
+
+    follow_symlinks: bool
+    max_file_mb: float
+    section_chars: int
+
+
+class CorpusLimits(BaseModel):
+    """What a corpus may make the loader do (settings `follow_symlinks`, `max_file_mb`, `section_chars`)."""
+
+    follow_symlinks: bool = Field(False, description="Follow symbolic links that leave the corpus folder.")
+    max_file_bytes: int = Field(20 * MB, ge=1, description="Larger files (JSONL: lines) are skipped.")
+    section_chars: int = Field(100_000, ge=1000, description="Longer documents are indexed as sections.")
+
+    @classmethod
+    def from_settings(cls, settings: LimitSettings) -> CorpusLimits:
+        """The limits of an `EvidentContext` (its `follow_symlinks`, `max_file_mb`, `section_chars`)."""
+        return cls(follow_symlinks=settings.follow_symlinks, max_file_bytes=max(1, int(settings.max_file_mb * MB)),
+                   section_chars=settings.section_chars)
+
+
+DEFAULT_LIMITS = CorpusLimits()
+
+
+class CorpusError(ValueError):
+    """A corpus that cannot be loaded as given; `str()` is one line naming the file (and line)."""
+
+    def __init__(self, path: str | Path, message: str, line: int | None = None) -> None:
+        self.path = Path(path)
+        self.line = line
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else str(self.path)
+        return f"{where}: {self.message}"
+
+
+def too_large(size: int, limits: CorpusLimits) -> str:
+    return (f"{size / MB:.1f} MB is over the {limits.max_file_bytes / MB:g} MB limit per file "
+            "(raise max_file_mb to index it)")

@@ -1,0 +1,77 @@
+"""JSONL corpora: one document per line, `{"url", "title", "text", "metadata"?, "source_type"?}`.
+
+A broken line fails the whole file (`CorpusError` naming file and line): silently indexing half a
+dataset is worse than failing. An over-long line or a repeated url is skipped and reported.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from evident.alignment.models import SourceDocument
+from evident.connectors.index.corpus import LOCAL_SOURCE, CorpusError, CorpusLimits, SkipHandler, too_large
+from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
+
+
+def load_jsonl(path: Path, relative: str, report: SkipHandler, limits: CorpusLimits) -> Iterator[SourceDocument]:
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        # The corpus file itself is unreadable: nothing can be loaded, so this is not a skip.
+        raise CorpusError(path, f"cannot read ({exc.strerror or exc.__class__.__name__})") from exc
+    first_line: dict[str, int] = {}
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+            if not raw.strip():
+                continue
+            if len(raw) > limits.max_file_bytes:
+                report(path, f"line {number}: {too_large(len(raw), limits)}")
+                continue
+            doc = _jsonl_document(path, number, raw, relative)
+            if doc.url in first_line:
+                report(path, f"line {number}: duplicate url {doc.url} (first at line {first_line[doc.url]})")
+                continue
+            first_line[doc.url] = number
+            yield doc
+
+
+def _jsonl_document(path: Path, number: int, raw: bytes, relative: str) -> SourceDocument:
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CorpusError(path, "not valid UTF-8", number) from None
+    except json.JSONDecodeError as exc:
+        raise CorpusError(path, f"invalid JSON ({exc.msg})", number) from None
+    if not isinstance(record, dict):
+        raise CorpusError(path, f"expected a JSON object, got {type(record).__name__}", number)
+    url = record.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise CorpusError(path, "missing or empty 'url'", number)
+    try:
+        validate_document_id(url.strip())
+    except DocumentIdError as exc:
+        raise CorpusError(path, str(exc), number) from None
+    text = record.get("text", record.get("content"))
+    if not isinstance(text, str) or not text.strip():
+        raise CorpusError(path, "missing or empty 'text'", number)
+    metadata = record.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise CorpusError(path, "'metadata' must be a JSON object", number)
+    title = record.get("title") or ""
+    source_type = record.get("source_type") or LOCAL_SOURCE
+    if not isinstance(title, str) or not isinstance(source_type, str):
+        raise CorpusError(path, "'title' and 'source_type' must be strings", number)
+    return SourceDocument(
+        url=url.strip(),
+        title=title.strip(),
+        content=text,
+        source=LOCAL_SOURCE,
+        source_type=source_type,
+        # No line number in metadata: inserting one line would then "change" every later document.
+        metadata={**metadata, "path": relative},
+    )

@@ -1,0 +1,78 @@
+"""The asking part of a message: which sentences ask, and how much each word of the message weighs.
+
+People write "Hello. I just moved to New York and registered my car. I need help with inspection
+rules": a greeting, a scenario, then what they ask. Greetings and the phrases around a request
+("I was wondering", "could you help me") name nothing a document says; the asking part names what
+the answer must say; the scenario helps choose between pages but must not outweigh the question.
+Retrieval (`evident.connectors.index.fts_query`) and the offline engine (`evident.offline.terms`)
+weigh a message's words by it. Framework-free.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from evident.alignment.lexicon import STOPWORDS, words
+
+__all__ = ["CHAT", "MIN_ASKING_WORDS", "SCENARIO_WEIGHT", "message_parts", "message_words"]
+
+# Words of greetings, thanks and requests: never evidence, so they weigh nothing in retrieval or
+# matching (a rare one like "regarding" would otherwise outrank the topic words).
+CHAT: frozenset[str] = frozenset(
+    """hello hi hey hiya greetings morning afternoon evening good day thanks thank cheers dear sir madam
+    wondering wonder wondered curious question questions ask asking asked inquire inquiry enquire enquiry
+    information info details help helping assist assistance support regarding concerning related relating
+    looking look find finding learn wanted wants needed like love hoping hope trying try am im ve ll
+    provide give show explain guide guidance advice advise kindly okay ok yes sure things stuff topic
+    something someone anything somebody anyone little bit few some could would today doing came come
+    understand understanding obtain""".split()
+)
+# A sentence asks when it ends with "?" or opens like a question or a request.
+_ASK_OPENERS = frozenset(
+    """how what when where why who whom whose which can could do does did is are was were will would
+    should shall may might must am have has tell explain""".split()
+)
+_REQUEST = re.compile(
+    r"\b(?:i|we)\s*(?:'d|would|\w*)?\s*(?:like|want|wanted|need|needed|wish|hope|hoping)\s+(?:to\s+)?"
+    r"(?:know|learn|find|understand|ask|get|see|check)\b|\bwondering\b|\btell me\b|\bhelp me\b|\bi need\b"
+    r"|\bi want\b|\blooking (?:for|to)\b|\bquestions? (?:about|on|regarding)\b|\binformation (?:about|on)\b"
+)
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+|\n+")
+# What "isn't", "I'm" and "you'll" leave of a word once the apostrophe splits it.
+_STUBS = frozenset("isn aren wasn weren doesn don didn hasn haven hadn won wouldn couldn shouldn ve ll re".split())
+# Weight of the scenario (the sentences that do not ask) relative to the asking part.
+SCENARIO_WEIGHT = 0.7
+# An asking part with fewer content words than this leans on the scenario, which then weighs fully.
+MIN_ASKING_WORDS = 2
+
+
+def message_parts(query: str) -> list[tuple[str, float]]:
+    """The message's sentences with their weight: 1 for the asking part, SCENARIO_WEIGHT for the
+    rest; a message with no recognisable asking sentence weighs every sentence 1."""
+    parts = [p.strip() for p in _SENTENCE_END.split(unicodedata.normalize("NFKC", query)) if p.strip()]
+    content = [p for p in parts if any(w not in CHAT and w not in STOPWORDS for w in words(p))]
+    if not content:
+        return [(p, 1.0) for p in parts]
+    asking = [p.rstrip().endswith("?") or (words(p)[:1] or [""])[0] in _ASK_OPENERS
+              or bool(_REQUEST.search(p.casefold())) for p in content]
+    if all(asking) or not any(asking):
+        return [(p, 1.0) for p in content]
+    # "Who do I tell and how quickly?" names nothing: the scenario before it says what it is about.
+    named = {w for p, a in zip(content, asking, strict=True) if a
+             for w in words(p) if w not in CHAT and w not in STOPWORDS}
+    scenario = SCENARIO_WEIGHT if len(named) >= MIN_ASKING_WORDS else 1.0
+    return [(p, 1.0 if a else scenario) for p, a in zip(content, asking, strict=True)]
+
+
+def message_words(query: str) -> dict[str, float]:
+    """Case-folded words of the message with their weight (the best over the parts that hold
+    them); chat words weigh 0, stopwords are left out."""
+    out: dict[str, float] = {}
+    for part, weight in message_parts(query):
+        for w in words(part):
+            if w in STOPWORDS:
+                continue
+            value = 0.0 if w in CHAT or w in _STUBS or (len(w) == 1 and not w.isdigit()) else weight
+            out[w] = max(out.get(w, 0.0), value)
+    return out
