@@ -8,8 +8,8 @@ preface of weak answers. Pure Python, no framework imports.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
@@ -24,7 +24,7 @@ MAX_SENTENCES = 4
 PASSAGE_RELEVANCE = 0.5
 # MAX_SENTENCES is the usual length, not a hard cap: the best passage is kept whole, and so is every
 # sentence at least STRONG_RELEVANCE as on-topic as the best one, up to MAX_LONG_SENTENCES.
-STRONG_RELEVANCE = 0.6
+STRONG_RELEVANCE = 0.67
 MAX_LONG_SENTENCES = 6
 
 
@@ -40,6 +40,8 @@ class _Sentence:
     parent: int | None = None
     # A continuation ranks with the sentence it continues when the answer must be cut.
     carried: float = 0.0
+    # After the last sentence of its passage that shares a question word.
+    tail: bool = False
 
 
 def answer_coverage(query: str, text: str) -> float:
@@ -179,10 +181,15 @@ def _rank(s: _Sentence) -> tuple[bool, float, int]:
 
 def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
     """`s` reads on from `prev`, the sentence right before it in the same quote: an item under its
-    label, the text under a heading, the answer after a question ("Yes.", "Nothing."), or a sentence
-    opening with "This", "It"..."""
+    label, the text under a heading, the answer after a question ("Yes.", "Nothing."), the end of the
+    best passage, or a sentence opening with "This", "It"..."""
     if prev is None or prev.passage != s.passage or prev.order != s.order - 1:
         return False
+    # The best passage (the extractor's first window, at most a short paragraph) is read to its end:
+    # "Learn more below to see whether you qualify." completes it even without a question word. An
+    # aside between its on-topic sentences ("The canteen opens at 8:00.") is not.
+    if s.passage == 0 and s.tail:
+        return True
     ends = prev.text.rstrip("\"'”’)")
     if s.parent is not None or ends.endswith((":", "?", "？")) or not ends.endswith((".", "!", ";", "。", "！")):
         return True
@@ -243,6 +250,12 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     for s in sentences:
         best[s.passage] = max(best.get(s.passage, 0.0), s.relevance)
     top = max(best.values(), default=0.0)
+    last_relevant: dict[int, int] = {}
+    for s in sentences:
+        if s.relevance > 0:
+            last_relevant[s.passage] = s.order
+    for s in sentences:
+        s.tail = s.order > last_relevant.get(s.passage, -1)
     sentences = _on_topic(_unrepeated([s for s in sentences if best[s.passage] >= PASSAGE_RELEVANCE * top]))
     top_relevance = max((s.relevance for s in sentences), default=0.0)
     strong = sum(1 for s in sentences if s.relevance >= STRONG_RELEVANCE * top_relevance)
@@ -257,7 +270,8 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     # A label sharing no word with the question ("Breaking changes:") would open the answer's next
     # paragraph off-topic: its items stand as bullets without it.
     kept_parents = {s.parent for s in sentences if s.parent is not None}
-    return [s for s in sentences if not s.label or (s.order in kept_parents and s.order in own)]
+    # What was kept only because it reads on from a label that is now gone goes with it.
+    return _on_topic([s for s in sentences if not s.label or (s.order in kept_parents and s.order in own)])
 
 
 def _cite(s: _Sentence) -> str:

@@ -299,10 +299,13 @@ _BOILERPLATE = re.compile(
     r"|all rights reserved|^(?:copyright\s*)?©|^copyright\s+\d{4}|^back to top|^jump to\b"
     r"|^view (?:source|history)|^print this page|^thanks for (?:your )?feedback|^rate this page"
     r"|^powered by|^cookie (?:settings|preferences)|^(?:sign|log) ?(?:in|out)\b|^share (?:this|on)\b"
-    r"|^subscribe\b|^(?:next|previous|prev)(?: page| article)?\b|^(?:read|learn) more\b"
+    r"|^subscribe\b|^(?:next|previous|prev)(?: page| article)?\b"
     r"|^(?:yes|no)\s*/?\s*(?:yes|no)$|^(?:privacy policy|terms of (?:use|service))$",
     re.IGNORECASE,
 )
+# "Learn more" / "Read more about fees" is a link label; "Learn more below to see whether you qualify."
+# is a sentence of the page, often the one that tells the reader what the page covers.
+_MORE = re.compile(r"(?:read|learn) more\b", re.IGNORECASE)
 _CRUMB_SPLIT = re.compile(r"\s+(?:>|\||/|·|•|→)\s+|\s*[›»]\s*")
 
 
@@ -330,6 +333,8 @@ def is_noise(sentence: str, kind: Kind | None = None) -> bool:
         return True
     if len(tokens) <= 12 and _BOILERPLATE.search(body):
         return True
+    if len(tokens) <= 12 and _MORE.match(body):
+        return len(tokens) <= 3 or not body.rstrip(_CLOSERS).endswith((".", "!", "?"))
     if kind == "row":
         return False
     # Breadcrumbs and link bars: several short segments joined by separators, no sentence, no data.

@@ -329,3 +329,31 @@ def test_the_best_passage_is_kept_whole_before_the_answer_is_cut() -> None:
     answer = compose_answer("How are refunds issued?", [decision("p1", POLICY, best), *others])
     assert norm(best) in norm(answer.replace(f" [{POLICY}]", ""))
 
+
+
+def test_the_best_passage_reads_as_one_quote() -> None:
+    # The extractor's best window is a short paragraph: its closing sentence is shown even though it
+    # shares no word with the question; the same kind of sentence in a later passage is not.
+    query = "Can my student loan be forgiven if my school misled me?"
+    best = (
+        "Borrowers may be eligible for forgiveness of their student loans if the school misled them. "
+        "Learn more in the sections below to see whether you qualify."
+    )
+    later = "Your school must tell you about student loan repayment. Call us on weekdays between 8 and 5."
+    answer = compose_answer(query, [decision("p1", POLICY, best), decision("p2", BILLING, later)])
+    shown = [s for s, _ in cited_sentences(answer)]
+    assert "Learn more in the sections below to see whether you qualify." in shown
+    assert "Call us on weekdays between 8 and 5." not in shown
+
+
+def test_a_line_kept_only_after_a_dropped_label_goes_with_it() -> None:
+    # "... for:" with no list items under it is dropped; the line that read on from it would open a
+    # paragraph that shares no word with the question.
+    query = "How do I apply for SSI benefits?"
+    best = "You can apply for SSI benefits online or at a local office. SSI benefits are paid monthly."
+    labelled = "If you would like to apply for SSI benefits for:\n\nAn adult with a disability\nCall the office."
+    answer = compose_answer(query, [decision("p1", POLICY, best), decision("p2", BILLING, labelled)])
+    shown = [s for s, _ in cited_sentences(answer)]
+    assert "You can apply for SSI benefits online or at a local office." in shown
+    assert not any(s.startswith("An adult with a disability") for s in shown)
+    assert "Call the office." not in shown

@@ -322,3 +322,26 @@ def test_the_best_window_takes_the_rest_of_its_paragraph() -> None:
     assert passages[0].content == ("Student loan deferment lets you pause payments. You must apply through "
                                    "your servicer. Interest may still accrue.")
     assert all("decision letter" not in p.content for p in passages)
+
+
+def test_a_faq_question_does_not_make_its_answer_too_long_to_win() -> None:
+    # The length penalty is for run-on text, not for the question that introduces an answer: the FAQ
+    # entry that asks what the user asks comes first, although question and answer are long together.
+    faq = (
+        "Family coverage\n\n"
+        "How much will my service member pay for dependent coverage?\n"
+        "Nothing. We provide dependent coverage at no cost until the child is 18 years old, or sometimes "
+        "longer if the child meets one of the requirements listed below. Coverage for a child who is a "
+        "full-time student continues until the child turns 23 years old.\n"
+    )
+    other = (
+        "Service members pay premiums for spouse coverage through their pay. Dependent coverage for a "
+        "spouse costs more when the spouse is older.\n"
+    )
+    docs = [
+        SourceDocument(url="https://insurance.example/family", content=faq),
+        SourceDocument(url="https://insurance.example/premiums", content=other),
+    ]
+    passages = extract_passages("How much will my service member pay for dependent coverage?", docs)
+    assert passages[0].url == "https://insurance.example/family"
+    assert "Nothing. We provide dependent coverage at no cost" in passages[0].content

@@ -263,3 +263,13 @@ def test_property_any_text(text: str) -> None:
 )
 def test_property_markdownish_text(lines: list[str], sep: str) -> None:
     _check(sep.join(lines))
+
+
+def test_read_more_link_labels_are_noise_but_sentences_are_text() -> None:
+    # A link label ("Learn more", "Read more about fees") is page chrome; a sentence that starts the
+    # same way tells the reader what the page covers, and is often what an answer needs.
+    assert is_noise("Learn more")
+    assert is_noise("Read more about fees")
+    assert is_noise("Learn more.")
+    assert not is_noise("Learn more in the sections below to see whether you may qualify.")
+    assert not is_noise("Read more about the refund rules before you file a claim.")

@@ -1,0 +1,105 @@
+"""A page as the offline extractor reads it: sentence units with their matching keys, and the section
+heading (or page title) each unit sits under. Cached per page text. Pure Python, no framework imports."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from evident.offline.sentences import Kind, is_noise, split_units
+from evident.offline.terms import content_keys, pairs, unit_terms
+
+__all__ = ["Doc", "Unit", "analyse", "is_section_heading"]
+
+_BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+@dataclass(frozen=True)
+class Unit:
+    idx: int
+    start: int
+    end: int
+    kind: Kind
+    noise: bool
+    label: bool
+    terms: frozenset[str]
+    pairs: frozenset[tuple[str, str]]
+    key: tuple[str, ...]
+    first_word: str
+    new_paragraph: bool
+    # The section heading this unit sits under (its index, -1 if none) and how many units below it.
+    section: int = -1
+    depth: int = 0
+
+
+@dataclass(frozen=True)
+class Doc:
+    units: tuple[Unit, ...]
+    terms: frozenset[str]
+
+
+# Past this many words a line is a paragraph, not a heading.
+HEADING_WORDS = 16
+
+
+def is_section_heading(text: str, start: int, end: int, kind: Kind) -> bool:
+    """A Markdown heading, or a short line standing alone that does not end like a sentence (the
+    headings of HTML-extracted pages; a FAQ's question counts, its answer follows)."""
+    if kind == "heading":
+        return True
+    if kind != "prose" or text[start:end].rstrip().endswith((".", "!", ":", ";", ",")):
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    alone = not text[line_start:start].strip() and not text[end : len(text) if line_end < 0 else line_end].strip()
+    return alone and len(text[start:end].split()) <= HEADING_WORDS
+
+
+@lru_cache(maxsize=256)
+def analyse(text: str) -> Doc:
+    """Units of one document with their matching keys; cached because the same pages come back
+    for query after query (a str caches its own hash, so the key costs nothing after the first)."""
+    out: list[Unit] = []
+    prev_end = 0
+    spans = split_units(text)
+    section, depth = -1, 0
+    for idx, (s, e, kind) in enumerate(spans):
+        heading = is_section_heading(text, s, e, kind)
+        if heading:
+            section, depth = idx, 0
+        else:
+            depth += 1
+        gap = text[prev_end:s]
+        prev_end = e
+        noise = is_noise(text[s:e], kind)
+        # A table's first row is its header: it introduces the rows below like a label does.
+        header = (
+            kind == "row"
+            and not noise
+            and (idx == 0 or spans[idx - 1][2] != "row")
+            and idx + 1 < len(spans)
+            and spans[idx + 1][2] == "row"
+        )
+        body = text[s:e]
+        seq = unit_terms(body)
+        keys = content_keys(body)
+        out.append(
+            Unit(
+                idx=idx,
+                start=s,
+                end=e,
+                kind=kind,
+                noise=noise,
+                # A heading is quoted with the text it introduces, never alone.
+                label=heading or body.rstrip("*_ ").endswith(":") or header,
+                terms=frozenset(seq),
+                pairs=frozenset(pairs(seq)),
+                key=keys,
+                first_word=keys[0] if keys else "",
+                new_paragraph=idx > 0 and len(_BREAK.findall(gap)) >= 2,
+                section=section if section != idx else -1,
+                depth=depth,
+            )
+        )
+    return Doc(tuple(out), frozenset().union(*(u.terms for u in out)))
