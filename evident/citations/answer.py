@@ -189,7 +189,7 @@ def check_answer(
                 u.urls = good
                 kept.append(u)
             else:
-                touched.append(u.text)
+                touched.append(u.text)  # drops.UNSUPPORTED_SENTENCE
                 if unsupported == "flag":
                     u.urls = [url for url in u.urls if url in by_url]
                     u.flagged = True

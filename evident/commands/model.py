@@ -142,8 +142,7 @@ def _probe_calls(report: ModelReport, ctx: Any) -> None:
         if not verified:
             report.problems.append("the extraction reply held no passage that verifies against the sample")
     except Exception as exc:
-        report.extraction = Call(detail=describe_failure(exc, ctx).message)
-        report.problems.append(f"extraction failed: {report.extraction.detail}")
+        report.extraction = _failed(report, "extraction", describe_failure(exc, ctx).message)
 
     capped = ctx.model_copy(update={"model_max_tokens": CAP_PROBE_TOKENS})
     try:
@@ -170,8 +169,13 @@ def _probe_calls(report: ModelReport, ctx: Any) -> None:
         if not cited:
             report.problems.append("the generated sentence cites no URL (verify re-cites what the passages support)")
     except Exception as exc:
-        report.generation = Call(detail=describe_failure(exc, ctx).message)
-        report.problems.append(f"generation failed: {report.generation.detail}")
+        report.generation = _failed(report, "generation", describe_failure(exc, ctx).message)
+
+
+def _failed(report: ModelReport, step: str, message: str) -> Call:
+    """The record of a probe call that raised, its failure also listed among the report's problems."""
+    report.problems.append(f"{step} failed: {message}")
+    return Call(detail=message)
 
 
 def _recommend(report: ModelReport, ctx: Any) -> dict[str, Any]:

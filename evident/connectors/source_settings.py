@@ -85,18 +85,21 @@ class DocsSettings(SourceSettings):
     index_path: str | None = None
 
 
-class LangChainSettings(SourceSettings):
+class ImportedSettings(SourceSettings):
+    """A source built from an imported object, called with these keyword arguments (`imported.construct`)."""
+
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    kwargs_env: dict[str, str] = Field(default_factory=dict, description="keyword -> environment variable")
+
+
+class LangChainSettings(ImportedSettings):
     type: Literal["langchain"]
     retriever: str = Field(description="'package.module:attribute': a BaseRetriever class, factory or instance")
-    kwargs: dict[str, Any] = Field(default_factory=dict)
-    kwargs_env: dict[str, str] = Field(default_factory=dict, description="keyword -> environment variable")
 
 
-class LoaderSettings(SourceSettings):
+class LoaderSettings(ImportedSettings):
     type: Literal["loader"]
     loader: str = Field(description="'package.module:attribute': a LangChain BaseLoader class, factory or instance")
-    kwargs: dict[str, Any] = Field(default_factory=dict)
-    kwargs_env: dict[str, str] = Field(default_factory=dict, description="keyword -> environment variable")
     url_template: str | None = Field(None, description="Document ids from metadata, e.g. 'https://wiki/{source}'")
     max_documents: int = Field(100_000, ge=1)
     index_path: str | None = None

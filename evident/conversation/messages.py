@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
 
 from evident.context import EvidentContext
 from evident.conversation.rule import Role, Turn, overflow
+from evident.llm.replies import text_of
 
 _ROLES = {"human": "user", "ai": "assistant", "user": "user", "assistant": "assistant"}
 
@@ -25,24 +26,6 @@ def role_of(message: Any) -> str:
     return _ROLES.get(kind, kind or type(message).__name__)
 
 
-def text_of(message: Any) -> str | None:
-    """The text of a message; None when it holds anything else (an image, a file, a tool call part)."""
-    content = getattr(message, "content", None)
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            else:
-                return None
-        return "".join(parts)
-    return None
-
-
 def _standalone(message: Any) -> str | None:
     if role_of(message) != "assistant":
         return None
@@ -51,14 +34,14 @@ def _standalone(message: Any) -> str | None:
 
 
 def size_of(message: Any) -> int:
-    return len(text_of(message) or "") + len(_standalone(message) or "")
+    return len(text_of(message, strict=True) or "") + len(_standalone(message) or "")
 
 
 def to_turns(messages: Sequence[Any]) -> tuple[list[Turn], str | None]:
     """The conversation as turns, or why it cannot be read (a message that is not text)."""
     turns = []
     for message in messages:
-        text = text_of(message)
+        text = text_of(message, strict=True)
         role = role_of(message)
         if text is None and role in ("user", "assistant"):
             return [], f"a conversation's messages must be text; a {role} message holds something else"

@@ -42,6 +42,18 @@ def _err(value: float, low: float | None, high: float | None) -> tuple[float, fl
     return (value - low if low is not None else 0.0, high - value if high is not None else 0.0)
 
 
+Axis = tuple[str, tuple[float, float]]  # label, limits
+
+
+def _frame(ax: Any, title: str, *, y: Axis, x: Axis | None = None) -> None:
+    ax.set_title(title)
+    ax.set_ylabel(y[0])
+    ax.set_ylim(*y[1])
+    if x is not None:
+        ax.set_xlabel(x[0])
+        ax.set_xlim(*x[1])
+
+
 def metric_bars(result: EvalResult, path: Path) -> Path:
     plt = _pyplot()
     methods = list(result.metrics)
@@ -59,9 +71,7 @@ def metric_bars(result: EvalResult, path: Path) -> Path:
             errs.append(_err(e.value, e.ci_low, e.ci_high))
         ax.bar(xs, ys, width, label=m, yerr=list(zip(*errs, strict=True)) if errs else None, capsize=2)
     ax.set_xticks(range(len(names)), [n.replace("_", "\n", 1) for n in names], fontsize=8)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("rate (95% Wilson CI)")
-    ax.set_title(f"{_name(result)}: {result.queries} questions")
+    _frame(ax, f"{_name(result)}: {result.queries} questions", y=("rate (95% Wilson CI)", (0, 1.05)))
     return _save(fig, path)
 
 
@@ -74,11 +84,8 @@ def abstention_tradeoff(result: EvalResult, path: Path) -> Path:
             continue
         ax.errorbar([fa.value], [ca.value], xerr=[[x] for x in _err(fa.value, fa.ci_low, fa.ci_high)],
                     yerr=[[y] for y in _err(ca.value, ca.ci_low, ca.ci_high)], fmt="o", capsize=3, label=m)
-    ax.set_xlim(-0.02, 1.02)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("false abstention (answerable) ↓")
-    ax.set_ylabel("correct abstention (unanswerable) ↑")
-    ax.set_title(f"Abstention trade-off ({_name(result)})")
+    _frame(ax, f"Abstention trade-off ({_name(result)})", y=("correct abstention (unanswerable) ↑", (-0.02, 1.02)),
+           x=("false abstention (answerable) ↓", (-0.02, 1.02)))
     return _save(fig, path)
 
 

@@ -20,6 +20,7 @@ from evident.eval import metrics as m
 from evident.eval.dataset import EvalQuery
 from evident.eval.records import MethodRecord, RetrievalRecord
 from evident.eval.stats import Estimate, ZTest, mean, quantile, rate, two_proportion_z
+from evident.nodes.names import RETRIEVE
 
 RETRIEVAL_KS = {"retrieval_recall_at_1": 1, "retrieval_recall_at_3": 3, "retrieval_recall_at_top_n": None}
 UNTESTED = set(RETRIEVAL_KS) | {"errors"}  # the same for every method, or not a quality measure
@@ -87,8 +88,8 @@ def method_metrics(rows: Sequence[Row], ngram_n: int, threshold: float) -> dict[
         out["judge_entailed"] = rate(sum(lab == "Yes" for lab in labels), len(labels))
         out["judge_partial"] = rate(sum(lab == "Partial" for lab in labels), len(labels))
 
-    nodes = sorted({k for r in ok for k in r.record.timings_ms if k != "retrieve"})
-    for node in ["retrieve", *nodes, "total"]:
+    nodes = sorted({k for r in ok for k in r.record.timings_ms if k != RETRIEVE})
+    for node in [RETRIEVE, *nodes, "total"]:
         values = [_latency(r, node) for r in ok]
         present = [v for v in values if v is not None]
         if present:
@@ -99,10 +100,10 @@ def method_metrics(rows: Sequence[Row], ngram_n: int, threshold: float) -> dict[
 
 def _latency(r: Row, node: str) -> float | None:
     # Retrieval ran once, outside the method: its time is the shared retrieval's.
-    if node == "retrieve":
+    if node == RETRIEVE:
         return r.retrieval.latency_ms
     if node == "total":
-        return r.retrieval.latency_ms + sum(v for k, v in r.record.timings_ms.items() if k != "retrieve")
+        return r.retrieval.latency_ms + sum(v for k, v in r.record.timings_ms.items() if k != RETRIEVE)
     return r.record.timings_ms.get(node)
 
 

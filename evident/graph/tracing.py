@@ -286,33 +286,35 @@ def describe(node: str, summary: Mapping[str, Any]) -> str:
     """A human line for a progress display: what the step did, from its summary."""
     s = summary
     if node == step.REWRITE:
-        line = f"rewrite: {s.get('problem') or s.get('standalone_query', '')} ({s.get('rewritten_by') or 'none'})"
+        line = f"{node}: {s.get('problem') or s.get('standalone_query', '')} ({s.get('rewritten_by') or 'none'})"
     elif node == step.RETRIEVE:
         if s.get("error"):
-            return f"retrieve: error: {s['error']}"
+            return f"{node}: error: {s['error']}"
         sources = s.get("sources") or [{"source": k} for k in s.get("documents_by_source", {})]
-        line = f"retrieve: {_plural(int(s.get('documents', 0)), 'document')} from {_plural(len(sources), 'source')}"
+        line = f"{node}: {_plural(int(s.get('documents', 0)), 'document')} from {_plural(len(sources), 'source')}"
         if s.get("source_errors"):
             line += ", failed: " + ", ".join(e["source"] for e in s["source_errors"])
     elif node == step.EXTRACT_BATCH:
-        line = f"extract: batch {s.get('batch')} of {s.get('of')}: {_plural(int(s.get('passages', 0)), 'passage')}"
+        # A batch reads as part of the `extract` step it belongs to.
+        passages = _plural(int(s.get("passages", 0)), "passage")
+        line = f"{step.EXTRACT}: batch {s.get('batch')} of {s.get('of')}: {passages}"
         if s.get("failed"):
             line += " (model failed; extracted offline)"
     elif node == step.EXTRACT:
-        line = f"extract: {_plural(int(s.get('passages', 0)), 'passage')} ({s.get('extractor', '')})"
+        line = f"{node}: {_plural(int(s.get('passages', 0)), 'passage')} ({s.get('extractor', '')})"
     elif node == step.ALIGN:
-        line = "align: " + ", ".join(f"{s.get(a, 0)} {a}" for a in ACTIONS)
+        line = f"{node}: " + ", ".join(f"{s.get(a, 0)} {a}" for a in ACTIONS)
     elif node == step.INSUFFICIENT:
-        line = "insufficient: no passage survived alignment"
+        line = f"{node}: no passage survived alignment"
     elif node == step.GENERATE:
-        line = f"generate: {_plural(int(s.get('sentences', 0)), 'sentence')} ({s.get('generated_by', '')})"
+        line = f"{node}: {_plural(int(s.get('sentences', 0)), 'sentence')} ({s.get('generated_by', '')})"
     elif node == step.VERIFY:
-        line = (f"verify: {_plural(int(s.get('sentences_kept', 0)), 'sentence')} kept, "
+        line = (f"{node}: {_plural(int(s.get('sentences_kept', 0)), 'sentence')} kept, "
                 f"{s.get('sentences_removed', 0)} removed, {s.get('sentences_flagged', 0)} flagged")
         if s.get("citations_repaired"):
             line += f", {_plural(int(s['citations_repaired']), 'citation')} repaired"
     elif node == step.POSTPROCESS:
-        line = f"postprocess: {s.get('status') or 'done'}, {_plural(int(s.get('citations', 0)), 'citation')}"
+        line = f"{node}: {s.get('status') or 'done'}, {_plural(int(s.get('citations', 0)), 'citation')}"
     else:
         line = node
     if isinstance(s.get("latency_ms"), (int, float)):

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from evident.alignment import drops
 from evident.alignment.models import Passage, SourceDocument
 from evident.context import EvidentContext
 from evident.llm.failures import (
@@ -205,7 +206,7 @@ def extract_with_model(
             passages, echoed = _drop_examples(read.passages)
             extra = [read.note] if read.note else []
             if echoed:
-                extra.append(f"dropped {echoed} passage(s) copied from the prompt's example")
+                extra.append(drops.PROMPT_EXAMPLE.format(n=echoed))
             note = "; ".join([*notes, f"read with {method}" + (f" ({'; '.join(extra)})" if extra else "")])
             return passages, note, method
         notes.append(f"{method}: {read.note or 'unreadable reply'}")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal, overload
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -74,7 +75,7 @@ def _item(obj: Any, index: int) -> Passage | None:
         return None
     text = next((obj[k] for k in _TEXT_KEYS if isinstance(obj.get(k), str) and obj[k].strip()), None)
     if text is None:
-        return None
+        return None  # drops.NO_TEXT
     url = next((obj[k] for k in _URL_KEYS if isinstance(obj.get(k), str)), "")
     pid = next((obj[k] for k in _ID_KEYS if isinstance(obj.get(k), (str, int)) and not isinstance(obj.get(k), bool)),
                index + 1)
@@ -127,7 +128,7 @@ def _salvage_array(text: str) -> list[Any]:
         try:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError:
-            return out  # the element the reply was cut off in
+            return out  # drops.CUT_OFF: the element the reply was cut off in
         out.append(value)
 
 
@@ -182,16 +183,42 @@ def _read_broken(text: str) -> Extraction:
 # -- any chat reply -------------------------------------------------------------------------------
 
 
-def text_of(message: Any) -> str:
-    """The text of a chat message, whatever content shape its provider used."""
-    content = getattr(message, "content", message)
+def _part_text(part: Any) -> str | None:
+    """The text of one content part; None for any other kind (an image, a file, a tool call part)."""
+    if isinstance(part, str):
+        return part
+    if isinstance(part, Mapping) and part.get("type", "text") == "text" and isinstance(part.get("text"), str):
+        return str(part["text"])
+    return None
+
+
+@overload
+def text_of(message: Any) -> str: ...
+@overload
+def text_of(message: Any, *, strict: Literal[True]) -> str | None: ...
+
+
+def text_of(message: Any, *, strict: bool = False) -> str | None:
+    """The text of a chat message, whatever content shape its provider used: its text parts joined.
+
+    A model's reply may mix in other parts (tool calls, images), which are skipped. With `strict`
+    (a conversation's messages, which must be text), a message holding anything else gives None.
+    """
+    content = getattr(message, "content", None if strict else message)
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            b if isinstance(b, str) else str(b.get("text", "")) for b in content
-            if isinstance(b, str) or (isinstance(b, dict) and b.get("type", "text") == "text")
-        )
+        parts: list[str] = []
+        for part in content:
+            text = _part_text(part)
+            if text is None:
+                if strict:
+                    return None
+                continue
+            parts.append(text)
+        return "".join(parts)
+    if strict:
+        return None
     return "" if content is None else str(content)
 
 

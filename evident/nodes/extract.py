@@ -49,12 +49,12 @@ def merge_passages(groups: Sequence[Sequence[Passage]]) -> list[Passage]:
     seen: set[tuple[str, str]] = set()
     for i, (p, (url, text)) in enumerate(zip(flat, keys, strict=True)):
         if not text or (url, text) in seen:
-            continue
+            continue  # drops.REPEATED
         inside = any(
             j != i and u == url and text != t and text in t for j, (u, t) in enumerate(keys)
         )
         if inside:
-            continue
+            continue  # drops.CONTAINED
         seen.add((url, text))
         keep.append(p)
     return [p.model_copy(update={"passage_id": f"p{i}"}) for i, p in enumerate(keep, 1)]
@@ -86,7 +86,7 @@ def make_extract_nodes(
                                    render=render_document, max_batches=ctx.max_extract_batches)
         except Exception:  # a broken (injected) token counter must not fail the query
             log.warning("planning extraction batches failed; one batch per document", exc_info=True)
-            batches = [[d] for d in docs[: ctx.max_extract_batches]]
+            batches = [[d] for d in docs[: ctx.max_extract_batches]]  # the rest: drops.BATCH_CAP
         return [
             Send(EXTRACT_BATCH, ExtractBatch(query=state["query"], batch=i, of=len(batches), documents=batch))
             for i, batch in enumerate(batches, 1)

@@ -322,6 +322,7 @@ def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *, weak_c
     citable is left.
     """
     live = [d for d in decisions if d.action != "dropped" and d.quote.strip()]
+    # A verified passage none of whose sentences `_select` keeps is not cited: drops.NOT_CHOSEN.
     sentences = _select(_sentences(live), query)
     if not sentences:
         return ""

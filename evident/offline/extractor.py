@@ -196,6 +196,7 @@ def extract_passages(
     passages: list[Passage] = []
     per_doc: dict[int, int] = {}
     for w in windows:
+        # The windows skipped below are drops.OFFLINE_CAP (nothing is recorded per window).
         if len(passages) >= max_passages:
             break
         if w is not best and (

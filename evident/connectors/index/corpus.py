@@ -1,12 +1,17 @@
-"""The vocabulary of corpus loading: limits, errors, skip reports, the file types a corpus may hold."""
+"""The vocabulary of corpus loading: limits, errors, skip reports, the file types a corpus may hold,
+and the rule that the first document with a URL wins."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, Field
+
+from evident.alignment.models import SourceDocument
+
+Where = TypeVar("Where")
 
 SkipHandler = Callable[[Path, str], None]
 
@@ -66,3 +71,17 @@ class CorpusError(ValueError):
 def too_large(size: int, limits: CorpusLimits) -> str:
     return (f"{size / MB:.1f} MB is over the {limits.max_file_bytes / MB:g} MB limit per file "
             "(raise max_file_mb to index it)")
+
+
+def first_of_each_url(
+    found: Iterable[tuple[SourceDocument, Where]], duplicate: Callable[[SourceDocument, Where, Where], None]
+) -> Iterator[SourceDocument]:
+    """The documents of `found` (each with where it was read) whose URL was not seen before; for a
+    repeat, `duplicate(document, where, where_first)` reports it, and it is dropped."""
+    first: dict[str, Where] = {}
+    for doc, where in found:
+        if doc.url in first:
+            duplicate(doc, where, first[doc.url])
+            continue
+        first[doc.url] = where
+        yield doc

@@ -8,33 +8,11 @@ words are OR-ed, leaving the ranking to BM25.
 
 from __future__ import annotations
 
-import re
 import sqlite3
-import unicodedata
 from typing import Any
 
+from evident.alignment.tokenize import bmp_word_pattern
 from evident.conversation.asking import CHAT, message_words
-
-
-def _word_pattern() -> re.Pattern[str]:
-    # Python's \w is letters, digits and underscore in every script but not combining marks, which
-    # would cut Devanagari or Thai words at every vowel sign; the index's tokenizers (FTS5 unicode61,
-    # Tantivy's `\w+`) keep marks inside words, so queries must too. Where they still differ, a
-    # mismatch only loosens the match, never breaks the query.
-    marks: list[str] = []
-    start = previous = -2
-    for code in range(0x300, 0x10000):
-        if unicodedata.category(chr(code)).startswith("M"):
-            if code != previous + 1:
-                if start >= 0:
-                    marks.append(f"{chr(start)}-{chr(previous)}")
-                start = code
-            previous = code
-    marks.append(f"{chr(start)}-{chr(previous)}")
-    return re.compile(r"(?:\w|[" + "".join(marks) + r"])+")
-
-
-_WORD = _word_pattern()
 
 MAX_TERMS = 64  # enough for any real question; keeps a pasted 100 KB document fast to search
 _TIE_MARGIN = 64  # extra ranked rows read so that ties at the k-th place are usually resolved in one go
@@ -56,7 +34,11 @@ def query_terms(text: str) -> list[str]:
     """Distinct, case-folded content words of `text`, in order of first appearance."""
     terms: list[str] = []
     seen: set[str] = set()
-    for match in _WORD.finditer(text):
+    # Words as the aligner reads them: Python's \w plus combining marks, which \w alone lacks and
+    # which would cut Devanagari or Thai words at every vowel sign. The index's tokenizers (FTS5
+    # unicode61, Tantivy's `\w+`) keep marks inside words too; where they still differ, a mismatch
+    # only loosens the match, never breaks the query.
+    for match in bmp_word_pattern().finditer(text):
         term = match.group().casefold()
         if term in seen or term in STOPWORDS or len(term) > MAX_TERM_LENGTH:
             continue

@@ -12,17 +12,33 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from evident.alignment.models import SourceDocument
-from evident.connectors.index.corpus import LOCAL_SOURCE, CorpusError, CorpusLimits, SkipHandler, too_large
+from evident.connectors.index.corpus import (
+    LOCAL_SOURCE,
+    CorpusError,
+    CorpusLimits,
+    SkipHandler,
+    first_of_each_url,
+    too_large,
+)
 from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
 
 
 def load_jsonl(path: Path, relative: str, report: SkipHandler, limits: CorpusLimits) -> Iterator[SourceDocument]:
+    def duplicate(doc: SourceDocument, number: int, first: int) -> None:
+        report(path, f"line {number}: duplicate url {doc.url} (first at line {first})")
+
+    return first_of_each_url(_numbered(path, relative, report, limits), duplicate)
+
+
+def _numbered(
+    path: Path, relative: str, report: SkipHandler, limits: CorpusLimits
+) -> Iterator[tuple[SourceDocument, int]]:
+    """Every line's document with its line number (blank and over-long lines skipped)."""
     try:
         handle = path.open("rb")
     except OSError as exc:
         # The corpus file itself is unreadable: nothing can be loaded, so this is not a skip.
         raise CorpusError(path, f"cannot read ({exc.strerror or exc.__class__.__name__})") from exc
-    first_line: dict[str, int] = {}
     with handle:
         for number, raw in enumerate(handle, start=1):
             if number == 1 and raw.startswith(codecs.BOM_UTF8):
@@ -32,12 +48,7 @@ def load_jsonl(path: Path, relative: str, report: SkipHandler, limits: CorpusLim
             if len(raw) > limits.max_file_bytes:
                 report(path, f"line {number}: {too_large(len(raw), limits)}")
                 continue
-            doc = _jsonl_document(path, number, raw, relative)
-            if doc.url in first_line:
-                report(path, f"line {number}: duplicate url {doc.url} (first at line {first_line[doc.url]})")
-                continue
-            first_line[doc.url] = number
-            yield doc
+            yield _jsonl_document(path, number, raw, relative), number
 
 
 def _jsonl_document(path: Path, number: int, raw: bytes, relative: str) -> SourceDocument:

@@ -32,6 +32,7 @@ from evident.connectors.index.corpus import (
     CorpusError,
     CorpusLimits,
     SkipHandler,
+    first_of_each_url,
 )
 from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
 from evident.connectors.index.file_safety import LINK_OUTSIDE, read_bytes, unsafe, within
@@ -67,14 +68,13 @@ def load_corpus(
     """
     root = Path(path)
     report = on_skip if on_skip is not None else log_skip
-    first_seen: dict[str, Path] = {}
-    for file in corpus_files(root, on_skip=report, limits=limits):
-        for doc in load_file(file, root=root, on_skip=report, limits=limits):
-            if doc.url in first_seen:
-                report(file, f"duplicate url {doc.url} (first in {first_seen[doc.url]})")
-                continue
-            first_seen[doc.url] = file
-            yield doc
+
+    def duplicate(doc: SourceDocument, file: Path, first: Path) -> None:
+        report(file, f"duplicate url {doc.url} (first in {first})")
+
+    found = ((doc, file) for file in corpus_files(root, on_skip=report, limits=limits)
+             for doc in load_file(file, root=root, on_skip=report, limits=limits))
+    yield from first_of_each_url(found, duplicate)
 
 
 def corpus_files(

@@ -1,0 +1,75 @@
+"""What the package may import: framework-free modules stay free of LangGraph, and nothing in
+evident/ reaches into a private module of LangGraph or LangChain (issue 15)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "evident"
+FRAMEWORKS = ("langgraph", "langchain")
+
+
+def _private_imports(tree: ast.AST) -> list[str]:
+    """Every `langgraph…`/`langchain…` import naming a private module or name (a part starting with `_`)."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            targets = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            parts = target.split(".")
+            if parts[0].startswith(FRAMEWORKS) and any(part.startswith("_") for part in parts[1:]):
+                found.append(f"{getattr(node, 'lineno', '?')}: {target}")
+    return found
+
+
+def test_the_scan_finds_private_imports() -> None:
+    source = (
+        "import langgraph._internal._config\n"
+        "from langgraph._internal._constants import CONF\n"
+        "from langchain_core.runnables import _private\n"
+        "import langgraph.graph\n"
+        "from langchain_core.messages import AIMessage\n"
+        "from ._local import x\n"
+    )
+    assert _private_imports(ast.parse(source)) == [
+        "1: langgraph._internal._config",
+        "2: langgraph._internal._constants.CONF",
+        "3: langchain_core.runnables._private",
+    ]
+
+
+def test_the_package_imports_no_private_framework_module() -> None:
+    modules = sorted(PACKAGE.rglob("*.py"))
+    assert len(modules) > 50
+    private = {
+        str(path.relative_to(PACKAGE.parent)): hits
+        for path in modules
+        if (hits := _private_imports(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))))
+    }
+    assert private == {}
+
+
+def test_tracing_imports_without_langgraph() -> None:
+    # The CLI imports tracing for its progress lines; `evident.graph` must not load the builder with it.
+    probe = (
+        "import sys\n"
+        "import evident.graph.tracing\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('langgraph', 'langchain_core', 'langchain'))\n"
+        "print('HEAVY', heavy)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[0] == "HEAVY []"
+
+
+def test_the_graph_still_loads_from_the_package() -> None:
+    from evident.graph import build_graph, builder, graph
+
+    assert graph is builder.graph and build_graph is builder.build_graph
