@@ -18,7 +18,9 @@ GOOD_IDF_RATIO = 0.45
 # Query words that also sit next to each other in the sentence ("refund window") say more.
 BIGRAM_BONUS = 0.25
 # Retrieval order is evidence too: a window of the k-th document (from 0) scores 1 / (1 + RANK_DECAY * k).
-RANK_DECAY = 0.1
+# 0.3 (was 0.1) since retrieval scores word proximity (docs/evaluation.md, rules 7 and 30): a better
+# first page deserves more trust (swept 0.05/0.1/0.2/0.25/0.3/0.4/0.5).
+RANK_DECAY = 0.3
 # Coverage left to a window whose document never mentions a name the question asks about.
 ENTITY_MISS = 0.5
 # Units repeated in the retrieved text are footers, banners and table headers, not evidence; a

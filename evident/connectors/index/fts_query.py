@@ -82,7 +82,8 @@ def fts_search(
     """The `k` best `documents` rows (`columns` then score) by FTS5 BM25, ties by url.
 
     The embedded index ranks with Tantivy; this is its fallback while the Tantivy directory cannot
-    be trusted (e.g. an index opened read-only before its first writable open rebuilt it).
+    be trusted (e.g. an index opened read-only before its first writable open rebuilt it). It scores
+    single words only: the word-proximity clauses of `ranking.TantivyMirror` have no FTS5 counterpart here.
     """
     expression = fts_match_expression(text)
     if expression is None or k <= 0:

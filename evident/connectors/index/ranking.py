@@ -26,14 +26,22 @@ from typing import Any
 import tantivy
 
 # Bumped whenever the schema, analyzer, field text or marker below changes: an older directory is rebuilt.
-# 4: the title is repeated 20 times (index.TITLE_WEIGHT), not 4.
-MIRROR_FORMAT = 4
+# 4: the title is repeated 20 times (index.TITLE_WEIGHT), not 4. 5: word positions (phrase clauses).
+MIRROR_FORMAT = 5
 _MARKER = "evident-sync.json"
 _ANALYZER = "evident_en"
 _WRITER_HEAP = 128_000_000
 _WRITER_WAIT_S = 10.0  # another process commits its own mirror right after its SQLite write
 _MAX_TOKEN_LENGTH = 64  # as fts_query.MAX_TERM_LENGTH: longer tokens are junk
 _TIE_MARGIN = 64  # extra hits fetched so that ties at the k-th place are usually resolved in one go
+# Proximity: each two consecutive search terms of the query (stopwords, greetings and repeats left
+# out, see fts_query.weighted_terms) also count as a phrase, in that order and at most PHRASE_SLOP
+# words apart in the document ("apply retirement" matches "apply for retirement", not "retirement:
+# apply"), weighted PHRASE_BOOST x the lighter word's weight. A page saying the question's words
+# together is about them; one that has them scattered mostly is not. Measured on the development
+# set's tune part (docs/evaluation.md, rule 29; slop 0/1/2, boost 0.1 to 1.0).
+PHRASE_SLOP = 1
+PHRASE_BOOST = 0.3
 
 
 class MirrorError(Exception):
@@ -79,7 +87,8 @@ def _schema() -> Any:
     builder = tantivy.SchemaBuilder()
     # Raw and stored: the exact URL is both the delete key and what a hit is resolved by.
     builder.add_text_field("url", stored=True, tokenizer_name="raw", index_option="basic")
-    builder.add_text_field("text", tokenizer_name=_ANALYZER, index_option="freq")
+    # Positions, not only frequencies: the phrase clauses of `TantivyMirror._query` need them.
+    builder.add_text_field("text", tokenizer_name=_ANALYZER, index_option="position")
     return builder.build()
 
 
@@ -218,10 +227,12 @@ class TantivyMirror:
         # Built from analyzed tokens and term queries, never through Tantivy's query parser, so no
         # user text is ever read as query syntax.
         tokens: dict[str, float] = {}
+        sequence: list[tuple[str, float]] = []  # the query's tokens in order, for the phrase clauses
         for term in terms:
             for token in self._analyzer.analyze(term):
                 if token:
                     tokens[token] = max(tokens.get(token, 0.0), weights.get(term, 1.0))
+                    sequence.append((token, weights.get(term, 1.0)))
         if not tokens:
             return None
         documents = int(searcher.num_docs)
@@ -234,7 +245,20 @@ class TantivyMirror:
             matching = int(searcher.doc_freq("text", token))
             x = (documents - matching + 0.5) / (matching + 0.5)
             clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(query, _idf_ratio(x) * weight)))
-        return tantivy.Query.boolean_query(clauses)
+        return tantivy.Query.boolean_query(clauses + self._phrase_clauses(sequence))
+
+    def _phrase_clauses(self, sequence: Sequence[tuple[str, float]]) -> list[tuple[Any, Any]]:
+        """A Should clause per distinct pair of consecutive query tokens (see PHRASE_SLOP)."""
+        clauses = []
+        seen: set[tuple[str, str]] = set()
+        for (first, first_weight), (second, second_weight) in zip(sequence, sequence[1:], strict=False):
+            weight = min(first_weight, second_weight)
+            if first == second or (first, second) in seen or weight <= 0:
+                continue
+            seen.add((first, second))
+            phrase = tantivy.Query.phrase_query(self._schema, "text", [first, second], slop=PHRASE_SLOP)
+            clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(phrase, PHRASE_BOOST * weight)))
+        return clauses
 
     # -- writing -------------------------------------------------------------------------------
 
