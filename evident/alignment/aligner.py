@@ -228,8 +228,7 @@ def align(
     for made in results:
         assert made is not None
         if made.action != "dropped" and not made.spans:
-            made = made.model_copy(update={"action": "dropped", "url": "", "quote": "", "substitutions": [],
-                                           "reason": drops.NO_SPAN})
+            made = made.as_dropped(drops.NO_SPAN)
         elif not made.reason:
             subs = made.substitutions
             made = made.model_copy(update={"reason": _REASONS[made.action].format(

@@ -46,4 +46,4 @@ def drop_non_evidence(decision: AlignmentDecision, min_tokens: int) -> Alignment
         decision.quote or decision.content, min_tokens)
     if problem is None:
         return decision
-    return decision.model_copy(update={"action": "dropped", "reason": problem})
+    return decision.as_dropped(problem)

@@ -94,3 +94,8 @@ class AlignmentDecision(BaseModel):
     @property
     def verified(self) -> bool:
         return self.action != "dropped"
+
+    def as_dropped(self, reason: str) -> AlignmentDecision:
+        """This decision turned into a drop: no document, no spans, no quote (what `dropped` promises)."""
+        return self.model_copy(update={"action": "dropped", "url": "", "spans": [], "quote": "",
+                                       "substitutions": [], "reason": reason})

@@ -67,3 +67,13 @@ def test_evidence_drops_with_the_named_reasons() -> None:
     assert drop_non_evidence(kept("# Travel policy"), 3).reason == drops.HEADING_ONLY
     assert drop_non_evidence(kept("Refunds apply."), 3).reason == drops.TOO_FEW_WORDS.format(found=2, needed=3)
     assert drop_non_evidence(kept("Refunds are issued within 10 days."), 3).action == "kept"
+
+
+def test_a_passage_dropped_as_non_evidence_keeps_no_document_spans_or_quote() -> None:
+    """`dropped` promises `url == ""` and no spans or quote (docs/alignment.md), whoever drops it."""
+    text = "# Travel policy"
+    heading = AlignmentDecision(passage_id="p", action="kept", url="u", original_url="u", overlap=1.0,
+                                quote=text, content=text, spans=[(0, len(text))])
+    dropped = drop_non_evidence(heading, 3)
+    assert (dropped.action, dropped.url, dropped.spans, dropped.quote) == ("dropped", "", [], "")
+    assert (dropped.original_url, dropped.content) == ("u", text)  # what was cited and said stays visible
