@@ -40,6 +40,8 @@ class SourceRun(BaseModel):
     documents: int = Field(0, description="documents kept from this source after permission filtering")
     denied: int = Field(0, description="documents dropped because the caller may not see them")
     latency_ms: float = 0.0
+    hidden: list[str] = Field(default_factory=list,
+                              description="why the whole source was hidden from this caller (names no document)")
 
 
 class RetrievedRef(BaseModel):

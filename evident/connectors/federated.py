@@ -88,6 +88,7 @@ class _Outcome:
     error: SourceError | None = None
     denied: int = 0
     latency_ms: float = 0.0
+    hidden: tuple[str, ...] = ()
 
     def settle(self, answer: SourceAnswer | BaseException) -> None:
         """Record what the source call gave: its answer, or its failure (never raised: the query goes on)."""
@@ -95,7 +96,7 @@ class _Outcome:
             self.error = as_source_error(self.source, answer)
             self.latency_ms = answer.latency_ms if isinstance(answer, SourceCallError) else 0.0
         else:
-            self.raw, self.denied, self.latency_ms = answer
+            self.raw, self.denied, self.latency_ms, self.hidden = answer
 
 
 def _result_or_exception(future: Future[SourceAnswer]) -> SourceAnswer | BaseException:
@@ -285,7 +286,8 @@ class FederatedRetriever(BaseRetriever):
                 ranked.append((index, visible))
                 status: RunStatus = "ok" if visible or outcome.denied else ("empty" if problem is None else "error")
                 result.runs.append(SourceRun(source=source.name, status=status, documents=len(visible),
-                                             denied=outcome.denied, latency_ms=round(outcome.latency_ms, 2)))
+                                             denied=outcome.denied, latency_ms=round(outcome.latency_ms, 2),
+                                             hidden=list(outcome.hidden)))
                 shown.append(([to_langchain_document(d) for d in visible], None))
             else:
                 failure = SourceFailure(outcome.error.message, kind=outcome.error.kind)

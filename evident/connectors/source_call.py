@@ -37,6 +37,7 @@ class SourceAnswer(NamedTuple):
     raw: Any
     denied: int
     latency_ms: float
+    hidden: tuple[str, ...] = ()  # the report's reasons: why the whole source was hidden from the caller
 
 
 class SourceCallError(Exception):
@@ -74,7 +75,7 @@ class _UntracedCall:
         return (time.perf_counter() - self.start) * 1000
 
     def answer(self, raw: Any) -> SourceAnswer:
-        return SourceAnswer(raw, self.report.denied, self.elapsed_ms())
+        return SourceAnswer(raw, self.report.denied, self.elapsed_ms(), tuple(self.report.reasons))
 
 
 def call_untraced(source: Source, query: str, principal: Principal | None) -> SourceAnswer:

@@ -65,8 +65,9 @@ def _finish(update: QueryStart, result: FederatedResult, ctx: EvidentContext) ->
         "documents": docs,
         "retrieved": [RetrievedRef(url=d.url, title=d.title, source=d.source) for d in docs],
         "source_errors": result.errors,
-        # A source that answered only with hidden documents reads as empty, as if nothing matched.
-        "source_runs": [r.model_copy(update={"denied": 0, "status": "empty" if r.status == "ok" and not r.documents
+        # A source that answered only with hidden documents, or hid itself, reads as empty, as if nothing matched.
+        "source_runs": [r.model_copy(update={"denied": 0, "hidden": [],
+                                             "status": "empty" if r.status == "ok" and not r.documents
                                              else r.status}) for r in result.runs],
     })
     _report_hidden(result)
@@ -82,15 +83,22 @@ def _run_config() -> RunnableConfig | None:
 
 
 def _report_hidden(result: FederatedResult) -> None:
-    """How many documents permissions hid: to the log and to this step's trace, not the state."""
-    if not result.acl_dropped:
+    """How many documents permissions hid, and why whole sources were hidden: to the log and to this step's
+    trace, not the state (the caller must not learn what exists behind a permission)."""
+    hidden = {r.source: r.hidden for r in result.runs if r.hidden}
+    if not result.acl_dropped and not hidden:
         return
-    log.info("retrieve: %d document(s) hidden by permissions", result.acl_dropped)
+    if result.acl_dropped:
+        log.info("retrieve: %d document(s) hidden by permissions", result.acl_dropped)
+    for reasons in hidden.values():
+        for reason in reasons:  # an identity the source cannot map: a deployment's problem, worth a warning
+            log.warning("retrieve: source hidden from this caller: %s", reason)
     from evident.graph.instrument import attach_metadata, node_runs  # the graph package imports this one
 
     attach_metadata(node_runs(_run_config()), {
         "acl_dropped": result.acl_dropped,
         "denied_by_source": {r.source: r.denied for r in result.runs if r.denied},
+        "hidden_sources": hidden,
     })
 
 

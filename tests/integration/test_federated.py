@@ -20,6 +20,7 @@ from evident.connectors.source import AccessReport, PermissionAware, Source, Sou
 from evident.context import EvidentContext
 from evident.graph import build_graph
 from evident.models import INSUFFICIENT_ANSWER, Principal
+from tests.support.sources import UNMAPPED_REASON, Unmapped
 
 
 def doc(url: str, text: str, **metadata: Any) -> Document:
@@ -243,6 +244,13 @@ def test_permission_aware_connectors_get_the_principal() -> None:
     assert result.acl_dropped == 1 and aware.seen == [Principal(user="bob")]
     result = federation.search("q", principal={"user": "alice"})
     assert "https://aware.example/secret" in [d.url for d in result.documents] and result.acl_dropped == 0
+
+
+def test_why_a_source_hid_itself_is_in_its_run() -> None:
+    open_docs = Scripted(docs=[doc("https://d/open", "Refunds are issued within ten days of the return.")])
+    federation = fed(Source(name="crm", retriever=Unmapped()), Source(name="docs", retriever=open_docs))
+    runs = {r.source: r for r in federation.search("refunds", principal={"user": "x", "groups": ["staff"]}).runs}
+    assert runs["crm"].hidden == [UNMAPPED_REASON] and runs["docs"].hidden == []
 
 
 def _dump_runs(handler: RunCollectorCallbackHandler) -> str:

@@ -37,6 +37,7 @@ from tests.support.llm import (
     server,
 )
 from tests.support.openai_server import OpenAIServer, Reply
+from tests.support.sources import UNMAPPED_REASON, Unmapped
 
 __all__ = ["server"]
 
@@ -141,6 +142,20 @@ def test_every_node_is_a_run_with_its_summary_and_no_hidden_document(langsmith_a
     assert "staff bonus" in sent.lower()
     for marker in SECRET_MARKERS:
         assert marker not in sent, marker
+
+
+def test_why_a_source_hid_itself_is_logged_and_traced_never_answered(
+    langsmith_api: LangSmithServer, caplog: pytest.LogCaptureFixture,
+) -> None:
+    federation = FederatedRetriever(sources=[Source(name="crm", retriever=Unmapped()),
+                                             Source(name="hr", retriever=ListRetriever(docs=[PUBLIC]))])
+    principal = {"user": "x", "groups": ["staff"]}
+    with caplog.at_level("WARNING", logger="evident.nodes.retrieve"):
+        out = traced(langsmith_api, lambda: build_graph(retriever=federation).invoke(
+            {"query": QUERY, "principal": principal}, context=EvidentContext()))
+    assert [r.hidden for r in out["source_runs"]] == [[], []]  # the caller learns nothing about the source
+    assert UNMAPPED_REASON not in str(out) and UNMAPPED_REASON in caplog.text
+    assert metadata(node_runs(langsmith_api)["retrieve"])["hidden_sources"] == {"crm": [UNMAPPED_REASON]}
 
 
 def test_the_restricted_document_is_traced_for_a_caller_who_may_see_it(langsmith_api: LangSmithServer) -> None:
