@@ -31,6 +31,8 @@ MIN_COVERAGE = 0.32
 # Windows after the first need less coverage (multi-part questions) but must stay near the best one.
 SECONDARY_COVERAGE_RATIO = 0.5
 SECONDARY_SCORE_RATIO = 0.5
+# A sentence this short ("Yes.", "Health care") recurs on unrelated pages: it is not cited as a copy.
+COPY_MIN_WORDS = 4
 
 
 @dataclass
@@ -181,7 +183,9 @@ def extract_passages(
     Each passage is `document.content[start:end]` for a window of at most ~3 consecutive units
     (5 for a label or table header with its list or rows), ids "p1", "p2", ... in score order
     (ties: document order, then position); at most `max_per_document` per document, never
-    overlapping. Returns [] when `address_score` is below `min_coverage` (no window covers that
+    overlapping; then the same text on other retrieved pages, cited there too (`_with_copies`; these
+    copies do not count toward `max_passages`).
+    Returns [] when `address_score` is below `min_coverage` (no window covers that
     share of the query's IDF-weighted term weight with at least one specific, high-IDF term): the
     caller then answers "not sufficient information".
     """
@@ -196,6 +200,7 @@ def extract_passages(
 
     passages: list[Passage] = []
     per_doc: dict[int, int] = {}
+    pieces: list[list[str]] = []
     for w in windows:
         # The windows skipped below are drops.OFFLINE_CAP (nothing is recorded per window).
         if len(passages) >= max_passages:
@@ -213,4 +218,33 @@ def extract_passages(
         doc = documents[w.doc]
         start, end = units[w.doc][w.first].start, units[w.doc][w.last].end
         passages.append(Passage(passage_id=f"p{len(passages) + 1}", url=doc.url, content=doc.content[start:end]))
-    return passages
+        span = units[w.doc][w.first : w.last + 1]
+        sentences = [doc.content[u.start : u.end] for u in span if not u.noise and len(u.key) >= COPY_MIN_WORDS]
+        whole = [passages[-1].content] if sum(len(u.key) for u in span) >= COPY_MIN_WORDS else []
+        pieces.append(whole + sentences)
+    return _with_copies(passages, pieces, documents)
+
+
+def _with_copies(
+    passages: list[Passage], pieces: list[list[str]], documents: Sequence[SourceDocument]
+) -> list[Passage]:
+    """`passages` plus, after them, the same text quoted from every other retrieved page that holds
+    it word for word (`pieces`, per passage: the whole passage, then each of its sentences, each of at
+    least COPY_MIN_WORDS words).
+
+    Near-duplicate pages (doc2dial's "(variant 2)" copies, one policy on two sites) say the same
+    thing; the composer merges identical sentences under all their URLs, so the answer is unchanged
+    but cites each page that says it, not only the higher-ranked one (docs/evaluation.md, rule 32).
+    Appended last, so that the ranking of the passages (and of their sentences) stays as it was.
+    """
+    out = list(passages)
+    for p, texts in zip(passages, pieces, strict=True):
+        for doc in documents:
+            if doc.url == p.url:
+                continue
+            for text in texts:
+                if text in doc.content and not any(o.url == doc.url and text in o.content for o in out):
+                    out.append(Passage(passage_id="", url=doc.url, content=text))
+    if len(out) == len(passages):
+        return passages
+    return [o.model_copy(update={"passage_id": f"p{i + 1}"}) for i, o in enumerate(out)]

@@ -174,3 +174,20 @@ def test_drifted_and_invented_passages_never_reach_the_answer() -> None:
     for c in state["citations"]:
         assert c.url == "https://wiki.example/travel"
         assert "6 hours" not in c.quote
+
+
+def test_a_sentence_two_retrieved_pages_hold_cites_both() -> None:
+    # Rule 32: the answer is the same, but it cites every retrieved page that says it word for word.
+    answer = "Each page of the online application times out after 25 minutes without activity."
+    g = build_graph(retriever=_ListRetriever(docs=[
+        Document(page_content=f"Apply online\n\n{answer} Save your work often.",
+                 metadata={"url": "https://a.example/apply", "title": "Apply online"}),
+        Document(page_content=f"How the estimator works\n\nThe estimator uses your earnings record.\n\n{answer}",
+                 metadata={"url": "https://a.example/estimator", "title": "Estimator"}),
+    ]))
+    out = g.invoke({"query": "How long before a page of the online application times out?"},
+                   context=EvidentContext(max_passages=1))
+    assert out["status"] == "answered"
+    assert f"{answer} [https://a.example/apply][https://a.example/estimator]" in out["answer"]
+    assert {c.url for c in out["citations"] if c.quote == answer} == {"https://a.example/apply", "https://a.example/estimator"}
+    _check_grounded(out)

@@ -345,3 +345,32 @@ def test_a_faq_question_does_not_make_its_answer_too_long_to_win() -> None:
     passages = extract_passages("How much will my service member pay for dependent coverage?", docs)
     assert passages[0].url == "https://insurance.example/family"
     assert "Nothing. We provide dependent coverage at no cost" in passages[0].content
+
+
+def test_text_another_retrieved_page_holds_is_quoted_from_it_too() -> None:
+    # Rule 32: a near-duplicate page (a "variant 2" copy, a sibling page repeating a policy) says the
+    # same sentence amid other text; it is quoted from there too, after the ranked passages, even
+    # when the passage limit leaves no room for that page's own window.
+    answer = "Each page of the online application times out after 25 minutes without activity."
+    first = SourceDocument(url="https://a.example/apply", content=f"Apply online\n\n{answer} Save often.")
+    copy = SourceDocument(
+        url="https://a.example/estimator",
+        content=f"How the estimator works\n\nThe estimator uses your earnings record.\n\n{answer}\n\nYes.",
+    )
+    other = SourceDocument(url="https://a.example/other", content="Yes. Save often.")
+    passages = extract_passages(
+        "How long before a page of the online application times out?", [first, copy, other], max_passages=1
+    )
+    assert [(p.passage_id, p.url) for p in passages] == [("p1", first.url), ("p2", copy.url)]
+    assert passages[0].content == f"{answer} Save often."
+    assert passages[1].content == answer  # the sentence, verbatim text of the copy page
+    # "Save often." is shorter than COPY_MIN_WORDS words, and so is "Yes.": `other` is not cited.
+
+
+def test_a_short_passage_is_not_cited_on_every_page_that_holds_it() -> None:
+    # Rule 32's COPY_MIN_WORDS holds for a whole passage too: a two-word line recurs on unrelated pages.
+    faq = SourceDocument(url="https://a.example/faq", content="Refunds available.\n\nShipping takes a week.")
+    other = SourceDocument(url="https://a.example/other", content="Gift cards. Refunds available. Parking is free.")
+    passages = extract_passages("Are refunds available?", [faq, other], max_passages=1)
+    assert [p.content for p in passages] == ["Refunds available."]
+    assert [p.url for p in passages] == [faq.url]
