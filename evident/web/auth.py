@@ -31,9 +31,17 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import jwt
+from langchain_core.messages import convert_to_messages
 from langgraph_sdk import Auth
 
-from evident.context import ConfigError, RequestSettingsError, check_request_settings
+from evident.context import (
+    ConfigError,
+    ContextWithDefaults,
+    EvidentContext,
+    RequestSettingsError,
+    check_request_settings,
+)
+from evident.conversation.messages import size_of
 from evident.web.settings import ServerSettings, server_settings
 
 ANONYMOUS = "anonymous"
@@ -225,12 +233,44 @@ def _requested_settings(resource: str, action: str, value: Mapping[str, Any]) ->
     return []
 
 
+def oversized_input(value: Any, ctx: EvidentContext) -> str | None:
+    """Why a run's input can never be taken, by size alone (None when it might): the deployment's bounds.
+
+    The graph checks the whole conversation (the thread's earlier messages too) and answers a refused one
+    with status `error`; an input that breaks a bound on its own is refused here already, as a 422, before
+    a run starts or its text reaches the thread."""
+    if not isinstance(value, Mapping):
+        return None
+    query = value.get("query")
+    if isinstance(query, str) and len(query) > ctx.max_query_chars:
+        return f"the query is too long: {len(query)} characters (the limit is {ctx.max_query_chars})"
+    messages = value.get("messages")
+    if isinstance(messages, list):
+        if len(messages) > ctx.max_messages:
+            return f"the conversation has too many messages: {len(messages)} (the limit is {ctx.max_messages})"
+        try:  # as the graph's `add_messages` will read them; a malformed one is the graph's to refuse
+            total = sum(size_of(m) for m in convert_to_messages(messages))
+        except Exception:  # any malformed message: the graph refuses it with its reason, never a 500 here
+            return None
+        if total > ctx.max_conversation_chars:
+            return f"the conversation is too long: {total} characters (the limit is {ctx.max_conversation_chars})"
+    return None
+
+
 def check_settings(resource: str, action: str, value: Mapping[str, Any]) -> None:
     for requested in _requested_settings(resource, action, value):
         try:
             check_request_settings(requested)
         except RequestSettingsError as exc:
             raise Auth.exceptions.HTTPException(status_code=exc.status, detail=str(exc)) from None
+    if resource == "threads" and action == "create_run":
+        try:
+            deployment = ContextWithDefaults()
+        except ConfigError as exc:
+            raise Auth.exceptions.HTTPException(status_code=503, detail=str(exc)) from None
+        problem = oversized_input((value.get("kwargs") or {}).get("input"), deployment)
+        if problem is not None:
+            raise Auth.exceptions.HTTPException(status_code=422, detail=problem)
 
 
 def owner_filter(resource: str, action: str, identity: str, value: dict[str, Any]) -> dict[str, Any] | bool:

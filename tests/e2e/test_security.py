@@ -171,6 +171,23 @@ def test_limits_are_the_deployments(served: DevServer) -> None:
     assert run_wait(served, {"input": {"query": Q}, "context": {"top_n": 3}}).json()["status"] == "answered"
 
 
+def test_an_input_over_the_deployments_bounds_is_refused_before_any_run(served: DevServer) -> None:
+    long_query = run_wait(served, {"input": {"query": "x" * 4001}})  # the default max_query_chars is 4000
+    assert long_query.status_code == 422 and "the query is too long: 4001 characters" in long_query.text
+    thread = httpx.post(f"{served.url}/threads", json={}, timeout=10).json()["thread_id"]
+    many = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"} for i in range(41)]
+    response = httpx.post(f"{served.url}/threads/{thread}/runs/wait", timeout=60,
+                          json={"assistant_id": "evident", "input": {"messages": many}})
+    assert response.status_code == 422 and "too many messages: 41 (the limit is 40)" in response.text
+    huge = [{"role": "user", "content": "y" * 60_001}]
+    response = httpx.post(f"{served.url}/threads/{thread}/runs/wait", timeout=60,
+                          json={"assistant_id": "evident", "input": {"messages": huge}})
+    assert response.status_code == 422 and "the conversation is too long: 60001 characters" in response.text
+    state = httpx.get(f"{served.url}/threads/{thread}/state", timeout=10).json()
+    assert not (state.get("values") or {}).get("messages")  # nothing of the refused inputs reached the thread
+    assert run_wait(served, {"input": {"query": Q}}).json()["status"] == "answered"
+
+
 # -- browsers ---------------------------------------------------------------------------------------------
 
 
