@@ -16,6 +16,8 @@ need /usr/share/mediawiki/maintenance/install.php mediawiki
 need php php-cli
 php -m 2>/dev/null | grep -qx pdo_sqlite || missing+=(php-sqlite3)
 need chromium chromium
+# Playwright's bundled Node.js driver links libatomic, which a minimal Debian (no gcc) lacks.
+ldconfig -p 2>/dev/null | grep -q 'libatomic\.so\.1 ' || missing+=(libatomic1)
 
 if ((${#missing[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
