@@ -118,13 +118,27 @@ def check_turns(roles: Sequence[str], sizes: Sequence[int], *, max_messages: int
         if role not in ("user", "assistant"):
             return (f"a conversation may hold only user (human) and assistant (ai) messages, not {role!r}: "
                     "instructions and tool results are set by the deployment, not the request")
-    if len(roles) > max_messages:
-        return f"the conversation has too many messages: {len(roles)} (the limit is {max_messages})"
+    problem = oversized(sizes, max_messages=max_messages, max_chars=max_chars)
+    if problem:
+        return problem
+    if not roles or roles[-1] != "user":
+        return "the conversation must end with the user's question"
+    return None
+
+
+def oversized(sizes: Sequence[int], *, max_messages: int, max_chars: int) -> str | None:
+    """Why messages of these sizes break a conversation's bounds (None when they do not)."""
+    if len(sizes) > max_messages:
+        return f"the conversation has too many messages: {len(sizes)} (the limit is {max_messages})"
     total = sum(sizes)
     if total > max_chars:
         return f"the conversation is too long: {total} characters (the limit is {max_chars})"
-    if not roles or roles[-1] != "user":
-        return "the conversation must end with the user's question"
+    return None
+
+
+def query_too_long(query: str, max_chars: int) -> str | None:
+    if len(query) > max_chars:
+        return f"the query is too long: {len(query)} characters (the limit is {max_chars})"
     return None
 
 

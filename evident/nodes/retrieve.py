@@ -27,6 +27,7 @@ from evident.connectors.acl import PrincipalError, coerce_principal
 from evident.connectors.federated import FederatedResult, FederatedRetriever
 from evident.connectors.retrievers import RetrieverFactory, as_federated, default_retriever
 from evident.context import EvidentContext, refused_settings, run_settings, served
+from evident.conversation.rule import query_too_long
 from evident.models import Principal, RetrievedRef, SourceError
 from evident.nodes.common import Dual, NodeRuntime, authenticated_principal, timed
 from evident.nodes.names import RETRIEVE, REWRITE
@@ -50,9 +51,7 @@ def check_query(query: object, ctx: EvidentContext) -> str | None:
         return "the query is empty"
     if any("\ud800" <= char <= "\udfff" for char in query):
         return "the query is not valid UTF-8 text (it holds an unpaired surrogate)"
-    if len(query) > ctx.max_query_chars:
-        return f"the query is too long: {len(query)} characters (the limit is {ctx.max_query_chars})"
-    return None
+    return query_too_long(query, ctx.max_query_chars)
 
 
 def _fail(update: QueryStart, message: str) -> None:

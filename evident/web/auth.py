@@ -42,6 +42,7 @@ from evident.context import (
     check_request_settings,
 )
 from evident.conversation.messages import size_of
+from evident.conversation.rule import oversized, query_too_long
 from evident.web.settings import ServerSettings, server_settings
 
 ANONYMOUS = "anonymous"
@@ -242,19 +243,16 @@ def oversized_input(value: Any, ctx: EvidentContext) -> str | None:
     if not isinstance(value, Mapping):
         return None
     query = value.get("query")
-    if isinstance(query, str) and len(query) > ctx.max_query_chars:
-        return f"the query is too long: {len(query)} characters (the limit is {ctx.max_query_chars})"
+    if isinstance(query, str) and (problem := query_too_long(query, ctx.max_query_chars)):
+        return problem
     messages = value.get("messages")
-    if isinstance(messages, list):
-        if len(messages) > ctx.max_messages:
-            return f"the conversation has too many messages: {len(messages)} (the limit is {ctx.max_messages})"
-        try:  # as the graph's `add_messages` will read them; a malformed one is the graph's to refuse
-            total = sum(size_of(m) for m in convert_to_messages(messages))
-        except Exception:  # any malformed message: the graph refuses it with its reason, never a 500 here
-            return None
-        if total > ctx.max_conversation_chars:
-            return f"the conversation is too long: {total} characters (the limit is {ctx.max_conversation_chars})"
-    return None
+    if not isinstance(messages, list):
+        return None
+    try:  # as the graph's `add_messages` will read them; a malformed one is the graph's to refuse
+        sizes = [size_of(m) for m in convert_to_messages(messages)]
+    except Exception:  # any malformed message: the graph refuses it with its reason, never a 500 here
+        return None
+    return oversized(sizes, max_messages=ctx.max_messages, max_chars=ctx.max_conversation_chars)
 
 
 def check_settings(resource: str, action: str, value: Mapping[str, Any]) -> None:

@@ -18,6 +18,7 @@ from evident.context import EvidentContext
 from evident.graph import build_graph
 from evident.models import INSUFFICIENT_ANSWER
 from tests.support.llm import (
+    BOOKING_QUERY,
     BOOKING,
     EXPENSES,
     TRAVEL,
@@ -32,7 +33,7 @@ from tests.support.openai_server import OpenAIServer, Reply
 
 __all__ = ["server"]
 
-QUERY = "How early must employees book flights through the TravelDesk portal?"
+QUERY = BOOKING_QUERY
 
 
 def run(server: OpenAIServer | None, **ctx: Any) -> dict[str, Any]:

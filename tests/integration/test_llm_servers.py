@@ -21,6 +21,7 @@ from evident.prompts.extraction import EXTRACTION_SYSTEM, EXTRACTION_USER
 from evident.llm.batching import approx_counter, extraction_budget
 from evident.graph.tracing import summarize
 from tests.support.llm import (
+    BOOKING_QUERY,
     BOOKING,
     BUSINESS,
     EXPENSES,
@@ -37,7 +38,7 @@ from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
 
 __all__ = ["server"]
 
-QUERY = "How early must employees book flights through the TravelDesk portal?"
+QUERY = BOOKING_QUERY
 
 
 def ask(server: OpenAIServer, query: str = QUERY, **ctx: Any) -> dict[str, Any]:

@@ -53,6 +53,7 @@ class ListRetriever(BaseRetriever):
 
 
 # Sentences of the travel policy that several LLM-path tests quote.
+BOOKING_QUERY = "How early must employees book flights through the TravelDesk portal?"
 BOOKING = "Employees must book flights through the TravelDesk portal at least 14 days before departure."
 BUSINESS = "Business class is allowed only for flights longer than 8 hours."
 
