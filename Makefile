@@ -37,10 +37,11 @@ test: install-dev lint
 	bash scripts/test-deps.sh
 	$(BIN)/python -m pytest -q
 
-# Types (mypy --strict with the pydantic plugin) and lint (ruff) over evident/, as configured in pyproject.toml.
+# Types (mypy --strict with the pydantic plugin) over evident/, and lint (ruff) over the whole repository
+# (evident/, tests/, benchmarks/, scripts/), as configured in pyproject.toml.
 lint: install-dev
 	$(BIN)/python -m mypy
-	$(BIN)/ruff check evident
+	$(BIN)/ruff check .
 
 # The graph behind the LangGraph API on http://$(HOST):$(PORT) (Studio API, /docs, /health), offline.
 HOST ?= 127.0.0.1

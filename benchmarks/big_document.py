@@ -88,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, default=50.0, help="size of the generated document")
     parser.add_argument("--section-chars", type=int, default=100_000, help="section budget (setting section_chars)")
-    parser.add_argument("--queries", type=int, default=3, help="questions asked (at most %d)" % len(FACTS))
+    parser.add_argument("--queries", type=int, default=3, help=f"questions asked (at most {len(FACTS)})")
     args = parser.parse_args()
 
     from evident.connectors.index.embedded import LocalIndex

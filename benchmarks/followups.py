@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.show_misses:
         for r in chat:
             if not {c.url for c in r["out"]["citations"]} & r["gold"]:
-                print(f"- {r['q']['id']}: {r['out']['query']!r}\n    cited {sorted({c.url for c in r['out']['citations']})}")
+                cited = sorted({c.url for c in r["out"]["citations"]})
+                print(f"- {r['q']['id']}: {r['out']['query']!r}\n    cited {cited}")
     return 0
 
 

@@ -175,7 +175,7 @@ class RemoteServer:
         params = {k: getattr(sim, k) for k in ("ttft", "prefill", "decode", "scale", "shared")}
         self._proc = ctx.Process(target=_serve, args=(params, self._urls, self._stop), daemon=True)
 
-    def __enter__(self) -> "RemoteServer":
+    def __enter__(self) -> RemoteServer:
         self._proc.start()
         self.base_url: str = self._urls.get(timeout=60)
         return self
@@ -282,11 +282,11 @@ def main(argv: list[str] | None = None) -> int:
     header = ("capacity", "scenario", "docs×tokens", "calls", "EvidenT s", "baseline s", "ratio",
               "outside EvidenT ms", "outside baseline ms", "outside max ms")
     widths = [10, 9, 12, 6, 10, 11, 7, 19, 20, 15]
-    print(" ".join(h.ljust(w) for h, w in zip(header, widths)))
+    print(" ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for r in rows:
         cells = [r[0], r[1], r[2], str(r[3]), f"{r[4]:.3f}", f"{r[5]:.3f}", f"{r[6]:.2f}",
                  f"{r[7]:.1f}", f"{r[8]:.1f}", f"{r[9]:.1f}"]
-        print(" ".join(c.ljust(w) for c, w in zip(cells, widths)))
+        print(" ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
     print()
     overhead_ok = all(r[7] < 50 for r in rows)
     long_ok = {r[0]: r[6] <= 1.10 for r in rows if r[1] == "long"}

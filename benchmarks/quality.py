@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in unanswerable:
             if r["answer"] != INSUFFICIENT_ANSWER:
                 print(f"- {r['q']['id']} (unanswerable) answered: {r['answer'][:160]!r}")
-        for r, n in zip(answered, stray):
+        for r, n in zip(answered, stray, strict=True):
             if n:
                 print(f"- {r['q']['id']} ({n} off-topic): {r['answer'][:400]!r}")
     return 0

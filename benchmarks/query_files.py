@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in sorted(files):
         rel = path.relative_to(ROOT)
         by_package[str(rel.parent)].append(rel.name)
-    print(f"| package | files crossed by one offline `evident ask` |\n|---|---|")
+    print("| package | files crossed by one offline `evident ask` |\n|---|---|")
     for package, names in sorted(by_package.items()):
         shown = ", ".join(names) if args.list else str(len(names))
         print(f"| {package} | {shown} |")

@@ -1,7 +1,7 @@
 """Retrieval performance: the embedded index at scale, and the cost of federating sources.
 
-    python benchmarks/retrieval.py                 # 10,000 and 100,000 documents + federated overhead (~1.5 min on 2 cores)
-    python benchmarks/retrieval.py --quick         # 10,000 documents only (~15 s)
+    python benchmarks/retrieval.py          # 10,000 and 100,000 documents + federated overhead (~1.5 min on 2 cores)
+    python benchmarks/retrieval.py --quick  # 10,000 documents only (~15 s)
     python benchmarks/retrieval.py --sizes 2000 --federated-runs 50 --queries 20     # any sizes
 
 Embedded index (SQLite documents, Tantivy BM25): documents are generated from the bundled example corpus with
@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
 from machine_info import describe  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,7 +70,7 @@ def generate(count: int, path: Path, seed: int = 7) -> int:
             swap = {n: rng.choice(NAMES) for n in rng.sample(NAMES, 3)}
             text = "\n\n".join(chosen)
             text = _NUMBER.sub(lambda m: str(int(m.group()) + rng.randint(0, 9)), text)
-            text = _NAME.sub(lambda m: swap.get(m.group(), m.group()), text)
+            text = _NAME.sub(lambda m, swap=swap: swap.get(m.group(), m.group()), text)
             title = f"{bases[b].title} ({rng.choice(NAMES)} {i})"
             record = {"url": f"{bases[b].url}/v/{i}", "title": title, "text": f"{title}\n\n{text}",
                       "source_type": bases[b].source_type, "metadata": {"team": rng.choice(NAMES)}}
@@ -141,17 +142,22 @@ def bench_federated(runs: int) -> dict[str, dict[str, float]]:
                                        "acl": "group:staff" if i % 4 == 0 else None})
                     for i in range(8)]
 
-        def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        def _get_relevant_documents(
+            self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        ) -> list[Document]:
             time.sleep(self.delay_s)
             return self._docs()
 
-        async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun) -> list[Document]:
+        async def _aget_relevant_documents(
+            self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        ) -> list[Document]:
             await asyncio.sleep(self.delay_s)
             return self._docs()
 
     latencies = [0.005, 0.010, 0.020, 0.030, 0.040]
     federation = FederatedRetriever(
-        sources=[Source(name=f"s{i}", retriever=Sleepy(delay_s=d, name_=f"s{i}"), timeout_s=5) for i, d in enumerate(latencies)],
+        sources=[Source(name=f"s{i}", retriever=Sleepy(delay_s=d, name_=f"s{i}"), timeout_s=5)
+                 for i, d in enumerate(latencies)],
         top_n=8,
     )
     principal = {"user": "bench", "groups": ["staff"]}
@@ -169,7 +175,8 @@ def bench_federated(runs: int) -> dict[str, dict[str, float]]:
         wall = (time.perf_counter() - t) * 1000
         walls.append(wall)
         sync.append(overhead(result, wall))
-    out["threads (invoke)"] = {"wall_p50": percentile(walls, 50), "p50": percentile(sync, 50), "p95": percentile(sync, 95)}
+    out["threads (invoke)"] = {"wall_p50": percentile(walls, 50),
+                               "p50": percentile(sync, 50), "p95": percentile(sync, 95)}
 
     async def run_async() -> tuple[list[float], list[float]]:
         over, wall_list = [], []
@@ -183,7 +190,8 @@ def bench_federated(runs: int) -> dict[str, dict[str, float]]:
         return over, wall_list
 
     over, walls = asyncio.run(run_async())
-    out["asyncio (ainvoke)"] = {"wall_p50": percentile(walls, 50), "p50": percentile(over, 50), "p95": percentile(over, 95)}
+    out["asyncio (ainvoke)"] = {"wall_p50": percentile(walls, 50),
+                                "p50": percentile(over, 50), "p95": percentile(over, 95)}
     return out
 
 
@@ -198,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
 
-    questions = [json.loads(line)["query"] for line in (ROOT / "examples" / "questions.jsonl").read_text().splitlines() if line.strip()]
+    lines = (ROOT / "examples" / "questions.jsonl").read_text().splitlines()
+    questions = [json.loads(line)["query"] for line in lines if line.strip()]
     questions = questions[: args.queries]
     print(f"machine: {machine()}")
     print(f"queries: {len(questions)} example questions x {args.rounds} rounds, k=8\n")
@@ -212,14 +221,16 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(header))
     for r in rows:
         print(f"{r['documents']:>10,} {r['corpus_mb']:>9.1f} {r['build_s']:>8.1f} {r['docs_per_s']:>8,.0f} "
-              f"{r['index_mb']:>9.1f} {r['p50']:>13.2f} {r['p95']:>13.2f} {r['invoke_p50']:>13.2f} {r['invoke_p95']:>13.2f}")
+              f"{r['index_mb']:>9.1f} {r['p50']:>13.2f} {r['p95']:>13.2f} "
+              f"{r['invoke_p50']:>13.2f} {r['invoke_p95']:>13.2f}")
     worst = max(rows, key=lambda r: r["documents"])
     verdict = "met" if worst["p50"] < 20 else "NOT met"
     print(f"target search p50 < 20 ms at 100,000 documents: {verdict} at {worst['documents']:,} documents "
           f"({worst['p50']:.2f} ms)\n")
 
     fed = bench_federated(args.federated_runs)
-    header = f"{'federated, 5 sources (5-40 ms)':<32} {'wall p50 ms':>11} {'overhead p50 ms':>15} {'overhead p95 ms':>15}"
+    header = (f"{'federated, 5 sources (5-40 ms)':<32} {'wall p50 ms':>11} "
+              f"{'overhead p50 ms':>15} {'overhead p95 ms':>15}")
     print(header)
     print("-" * len(header))
     for mode, r in fed.items():

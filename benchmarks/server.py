@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
+from machine_info import describe  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 from tests.e2e import dev_server  # noqa: E402
-from machine_info import describe  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 EXAMPLES = ROOT / "examples"
 

@@ -1,5 +1,11 @@
-"""The served graph without authentication (loopback only, everyone anonymous), started once for
-every e2e module that needs it: each start-up of `langgraph dev` costs seconds."""
+"""The fixtures several e2e modules share, each started once per session or module: `langgraph dev`
+costs seconds to start, Chromium about one.
+
+- `served`: the graph without authentication (loopback only, everyone anonymous) on the examples and
+  tests/e2e/corpus.py's HR folder; `langsmith_api` is where its LangSmith traffic would go.
+- `model` and `served_llm`: a scripted OpenAI-compatible model on loopback, and a deployment that uses it.
+- `playwright`, `browser`, `desktop` and `phone`: Debian's Chromium and a watched page at two sizes.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Playwright, sync_playwright
 
 from tests.e2e import dev_server
+from tests.e2e.chromium import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, Watched
+from tests.e2e.corpus import server_env
 from tests.e2e.dev_server import DevServer
-from tests.e2e.test_server import server_env
 from tests.support.langsmith_server import LangSmithServer
+from tests.support.openai_server import OpenAIServer
+
+# -- deployments -------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +39,51 @@ def served(tmp_path_factory: pytest.TempPathFactory, examples: Path,
     env = server_env(root, examples, LANGSMITH_API_KEY="a-key-without-tracing", LANGSMITH_ENDPOINT=langsmith_api.url)
     with dev_server.running(root / "server", env=env) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def served_llm(tmp_path_factory: pytest.TempPathFactory, examples: Path, model: OpenAIServer) -> Iterator[DevServer]:
+    """A deployment with a model: only the deployment may name one (a request may not)."""
+    root = tmp_path_factory.mktemp("served-llm")
+    env = server_env(root, examples, EVIDENT_MODEL="test-model", OPENAI_BASE_URL=model.base_url,
+                     OPENAI_API_KEY="test-key", EVIDENT_MODEL_TIMEOUT="20")
+    with dev_server.running(root / "server", env=env) as server:
+        yield server
+
+
+# -- the browser -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: `bash scripts/test-deps.sh` installs Debian's chromium")
+    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def desktop(browser: Browser) -> Iterator[Watched]:
+    context = browser.new_context(viewport=DESKTOP)
+    yield Watched(context.new_page())
+    context.close()
+
+
+@pytest.fixture
+def phone(browser: Browser) -> Iterator[Watched]:
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2)
+    yield Watched(context.new_page())
+    context.close()

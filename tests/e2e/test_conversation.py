@@ -10,10 +10,10 @@ import httpx
 from langgraph_sdk import get_sync_client
 from playwright.sync_api import expect
 
+from tests.e2e.chromium import Watched, ask
 from tests.e2e.dev_server import DevServer
-from tests.e2e.test_page import Watched, ask, browser, desktop, playwright  # noqa: F401  (the page's fixtures)
 
-# `served` (the server without authentication) comes from tests/e2e/conftest.py.
+# `served` (the server without authentication) and `desktop` (a watched page) come from tests/e2e/conftest.py.
 GUIDE = "https://policies.tessellate.example/finance/travel-and-expenses"
 TURNS = [
     "How many days do I have to submit my expense report after a business trip?",

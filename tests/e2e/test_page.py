@@ -4,8 +4,9 @@ by Playwright with `executable_path`), against the real `langgraph dev` server.
 Three deployments: `served` (tests/e2e/conftest.py: the examples, no authentication); a hostile
 one of this module: one document full of markup and a `javascript:` link, a MediaWiki source on a
 closed loopback port (so every answer is degraded), and a tokens file (so the page needs a token);
-and `served_llm` of tests/e2e/test_server.py (a scripted model on loopback), whose tokens stream.
-Screenshots go under each test's tmp_path.
+and `served_llm` (tests/e2e/conftest.py: a scripted model on loopback), whose tokens stream. The
+browser and its pages (`desktop`, `phone`) are fixtures of tests/e2e/conftest.py too. Screenshots go
+under each test's tmp_path.
 """
 
 from __future__ import annotations
@@ -18,24 +19,18 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, Playwright, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from evident.web.auth import token_digest
 from tests.e2e import dev_server
+from tests.e2e.chromium import WAIT_MS, Watched, ask, wait_for_result
+from tests.e2e.corpus import Q
 from tests.e2e.dev_server import DevServer
-from tests.e2e.test_server import model, served_llm  # noqa: F401  (fixtures: a deployment with a scripted model)
 from tests.support.llm import passages_reply
 from tests.support.openai_server import OpenAIServer, Reply
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-Q = "How many days do I have to submit an expense report after a trip?"
 ZEBRA_Q = "What does the zebra quarantine procedure need?"
 TOKEN = "page-test-token"
-DESKTOP = {"width": 1280, "height": 900}
-PHONE = {"width": 360, "height": 740}
-WAIT_MS = 60_000  # a deadline for a slow machine, not a timing claim
 
 HOSTILE = """---
 url: https://intranet.example/zebra-quarantine
@@ -46,25 +41,10 @@ title: Zebra <script>window.__xss = "title"</script> quarantine <img src=x onerr
 The zebra quarantine procedure needs two signatures <img src=x onerror="window.__xss='img'"> from the facilities desk.
 Every zebra quarantine request is filed with the <script>window.__xss = "script"</script> facilities form [open the zebra form](javascript:window.__xss='link') before noon.
 A zebra quarantine ends after </textarea><b onmouseover="window.__xss='b'">fourteen days</b> of observation.
-"""
+"""  # noqa: E501
 
 
 # -- fixtures ---------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def playwright() -> Iterator[Playwright]:
-    with sync_playwright() as p:
-        yield p
-
-
-@pytest.fixture(scope="module")
-def browser(playwright: Playwright) -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: `bash scripts/test-deps.sh` installs Debian's chromium")
-    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-    yield browser
-    browser.close()
 
 
 @pytest.fixture(scope="module")
@@ -85,54 +65,7 @@ def served_hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServ
         yield server
 
 
-class Watched:
-    """A page with every dialog, console message and uncaught error recorded."""
-
-    def __init__(self, page: Page) -> None:
-        self.page = page
-        self.dialogs: list[str] = []
-        self.console: list[str] = []
-        self.errors: list[str] = []
-        page.on("dialog", self._dialog)
-        page.on("console", self._console)
-        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-
-    def _dialog(self, dialog: Dialog) -> None:
-        self.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    def _console(self, message: ConsoleMessage) -> None:
-        if message.type in ("error", "warning"):
-            self.console.append(f"{message.type}: {message.text}")
-
-
-@pytest.fixture
-def desktop(browser: Browser) -> Iterator[Watched]:
-    context = browser.new_context(viewport=DESKTOP)
-    yield Watched(context.new_page())
-    context.close()
-
-
-@pytest.fixture
-def phone(browser: Browser) -> Iterator[Watched]:
-    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2)
-    yield Watched(context.new_page())
-    context.close()
-
-
 # -- helpers ----------------------------------------------------------------------------------------
-
-
-def ask(page: Page, question: str) -> None:
-    """Type the question and press Enter; return when the run is over and its result is shown."""
-    page.fill("#question", question)
-    page.press("#question", "Enter")
-    wait_for_result(page)
-
-
-def wait_for_result(page: Page) -> None:
-    page.wait_for_selector("#steps [data-node=postprocess], .banner.error", timeout=WAIT_MS)
-    page.wait_for_function("!document.body.hasAttribute('aria-busy')", timeout=WAIT_MS)
 
 
 def final_state(server: DevServer, question: str, token: str | None = None) -> dict[str, Any]:

@@ -20,10 +20,10 @@ import httpx
 import jwt
 import pytest
 
-from tests.e2e import dev_server
-from tests.e2e.dev_server import DevServer
-from tests.e2e.test_server import Q, server_env
 from evident.web.auth import token_digest
+from tests.e2e import dev_server
+from tests.e2e.corpus import Q, server_env
+from tests.e2e.dev_server import DevServer
 
 SECRET_WORD = "BLUEHERON-7731"
 HR_PAGE = f"""---

@@ -4,75 +4,22 @@ endpoints, the project's extra routes, and permissions, all on 127.0.0.1 with no
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from langgraph_sdk import get_sync_client
 
-from tests.e2e import dev_server
+from tests.e2e.corpus import SECRET_MARKERS, Q
 from tests.e2e.dev_server import DevServer
 from tests.support.langsmith_server import LangSmithServer
 from tests.support.llm import passages_reply
 from tests.support.openai_server import OpenAIServer, Reply
 
-Q = "How many days do I have to submit an expense report after a trip?"
-SECRET_MARKERS = ("4.2 million", "exec-comp", "Executive compensation")
 NODES = {"retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify", "postprocess"}
 
-RESTRICTED = """---
-url: https://hr.example/exec-comp
-title: Executive compensation
-acl: group:executives
----
-# Executive compensation
-
-The executive bonus pool for 2025 is 4.2 million USD. It is approved by the board in January.
-"""
-PUBLIC = """---
-url: https://hr.example/bonus
-title: Staff bonus
----
-# Staff bonus
-
-The annual bonus for staff is paid in March. The staff bonus pool is set by the board each year.
-"""
-
-
-def write_hr_corpus(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "exec-comp.md").write_text(RESTRICTED, encoding="utf-8")
-    (folder / "staff-bonus.md").write_text(PUBLIC, encoding="utf-8")
-    return folder
-
-
-def server_env(root: Path, examples: Path, **extra: str) -> dict[str, str]:
-    """The served corpus: the examples plus an HR folder with one restricted page."""
-    hr = write_hr_corpus(root / "hr")
-    return {"EVIDENT_CORPUS": os.pathsep.join([str(examples), str(hr)]),
-            "EVIDENT_INDEX_DIR": str(root / "indexes"), **extra}
-
-
-# `served` (the server without authentication) and `langsmith_api` come from tests/e2e/conftest.py.
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def served_llm(tmp_path_factory: pytest.TempPathFactory, examples: Path, model: OpenAIServer) -> Iterator[DevServer]:
-    """A deployment with a model: only the deployment may name one (a request may not)."""
-    root = tmp_path_factory.mktemp("served-llm")
-    env = server_env(root, examples, EVIDENT_MODEL="test-model", OPENAI_BASE_URL=model.base_url,
-                     OPENAI_API_KEY="test-key", EVIDENT_MODEL_TIMEOUT="20")
-    with dev_server.running(root / "server", env=env) as server:
-        yield server
+# `served` (the server without authentication), `langsmith_api`, and `served_llm` with its scripted `model`
+# come from tests/e2e/conftest.py.
 
 
 def sse(response: httpx.Response) -> Iterator[tuple[str, Any]]:
@@ -213,7 +160,8 @@ def test_answer_tokens_stream_through_the_server(served_llm: DevServer, model: O
     steps = [node for e, data in events if e == "updates" for node in data]
     batches = steps.count("extract_batch")  # as many as the retrieved pages need at the default budget
     assert batches >= 1 and len(model.of_kind("extract")) == batches
-    assert steps == ["rewrite", "retrieve", *["extract_batch"] * batches, "extract", "align", "generate", "verify", "postprocess"]
+    assert steps == ["rewrite", "retrieve", *["extract_batch"] * batches,
+                     "extract", "align", "generate", "verify", "postprocess"]
     post = next(data["postprocess"] for e, data in events if e == "updates" and "postprocess" in data)
     assert post["status"] == "answered" and post["citations"][0]["quote"] == quote
     # Besides the draft's tokens, the only message is the verified answer joining the thread's `messages`.

@@ -13,8 +13,8 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from tests.e2e import dev_server
+from tests.e2e.corpus import SECRET_MARKERS, server_env
 from tests.e2e.dev_server import DevServer
-from tests.e2e.test_server import SECRET_MARKERS, server_env
 from tests.support.langsmith_server import LangSmithServer, metadata
 
 PATH = ["rewrite", "retrieve", "extract", "align", "generate", "verify", "postprocess"]

@@ -188,7 +188,7 @@ def test_two_concurrent_index_runs_both_succeed(corpus: Path, tmp_path: Path) ->
     finally:
         lock.release()
     outputs = [p.communicate(timeout=120)[0] for p in procs]
-    for proc, stdout, log in zip(procs, outputs, logs):
+    for proc, stdout, log in zip(procs, outputs, logs, strict=True):
         assert proc.returncode == 0, log.read_text()
         assert "database is locked" not in log.read_text()
         assert json.loads(stdout)["documents"] == 2

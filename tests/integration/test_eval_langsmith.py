@@ -38,7 +38,7 @@ def test_each_method_is_an_experiment_scored_by_the_harness(
         names = sorted(s["name"] for s in ls.sessions.values() if s.get("reference_dataset_id") == dataset["id"])
         assert len(names) == 2
         assert names[0].startswith("evident-eval-bm25") and names[1].startswith("evident-eval-evident")
-        for name, method in zip(names, ("bm25", "evident")):
+        for name, method in zip(names, ("bm25", "evident"), strict=True):
             feedback = ls.experiment_feedback(name)
             per_key: dict[str, list[float]] = {}
             summary: dict[str, float] = {}

@@ -102,8 +102,9 @@ def test_sources_are_queried_concurrently_with_threads() -> None:
 def test_sources_are_queried_concurrently_with_asyncio() -> None:
     async def main() -> Any:
         barrier = asyncio.Barrier(3)
-        sources = [Source(name=n, retriever=Scripted(docs=[doc(f"https://{n}.example/a", f"text {n}")], barrier=barrier),
-                          timeout_s=10) for n in ("a", "b", "c")]
+        sources = [Source(name=n, timeout_s=10,
+                          retriever=Scripted(docs=[doc(f"https://{n}.example/a", f"text {n}")], barrier=barrier))
+                   for n in ("a", "b", "c")]
         return await fed(*sources).asearch("q")
 
     result = asyncio.run(main())
@@ -131,8 +132,8 @@ def test_a_source_that_raises_and_one_that_returns_nothing(mode: str) -> None:
         Source(name="down", retriever=Scripted(error="connection to wiki.internal refused (key hunter2-secret)"),
                secrets=[SecretStr("hunter2-secret")]),
         Source(name="empty", retriever=Scripted()),
-        Source(name="garbage", retriever=Scripted(docs=[doc("https://g.example/a", "fine"), Document(page_content="no url"),
-                                                        "not a document"])),
+        Source(name="garbage", retriever=Scripted(docs=[doc("https://g.example/a", "fine"),
+                                                        Document(page_content="no url"), "not a document"])),
     )
     result = federation.search("q") if mode == "sync" else asyncio.run(federation.asearch("q"))
     assert {d.url for d in result.documents} == {"https://ok.example/a", "https://g.example/a"}
@@ -279,10 +280,14 @@ def test_restricted_documents_never_reach_the_answer_or_the_outputs(mode: str) -
     hr = Source(name="hr", source_type="policy", retriever=Scripted(docs=[RESTRICTED, PUBLIC]))
     graph = build_graph(retriever=fed(hr, Source(name="down", retriever=Scripted(error="wiki offline"))))
     handler = RunCollectorCallbackHandler()
-    query = {"query": "How large is the executive bonus pool for 2025?", "principal": {"user": "bob", "groups": ["staff"]}}
+    query = {"query": "How large is the executive bonus pool for 2025?",
+             "principal": {"user": "bob", "groups": ["staff"]}}
     config = {"callbacks": [handler]}
     ctx = EvidentContext()
-    out = graph.invoke(query, config, context=ctx) if mode == "sync" else asyncio.run(graph.ainvoke(query, config, context=ctx))
+    if mode == "sync":
+        out = graph.invoke(query, config, context=ctx)
+    else:
+        out = asyncio.run(graph.ainvoke(query, config, context=ctx))
     assert "acl_dropped" not in out and [r.denied for r in out["source_runs"]] == [0, 0]
     assert out["status"] == "degraded" and out["source_errors"][0].source == "down"
     for text in (_state_json(out), _dump_runs(handler)):

@@ -152,7 +152,8 @@ def test_ask_answers_from_every_source(workdir: Path) -> None:
     assert "180,000 EUR" in finance.stdout
 
 
-def test_async_graph_over_live_connectors(workdir: Path, servers: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_async_graph_over_live_connectors(workdir: Path, servers: dict[str, Any],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
     ctx = EvidentContext.from_env(workdir / "evident.toml")
@@ -199,9 +200,11 @@ url = "{servers['site'].url}/w/api.php"
     assert out["status"] == "degraded" and out["citations"]
     errors = {e["source"]: e for e in out["source_errors"]}
     assert set(errors) == {"sharepoint", "jira", "old-wiki", "html-not-api"}
-    assert errors["sharepoint"]["kind"] == "config" and "unknown source type 'sharepoint'" in errors["sharepoint"]["message"]
+    assert errors["sharepoint"]["kind"] == "config"
+    assert "unknown source type 'sharepoint'" in errors["sharepoint"]["message"]
     assert errors["jira"]["kind"] == "config" and "JIRA_EMAIL_UNSET" in errors["jira"]["message"]
-    assert errors["old-wiki"]["message"] == f"cannot connect to 127.0.0.1:{closed} (host unreachable or connection refused)"
+    assert errors["old-wiki"]["message"] == (
+        f"cannot connect to 127.0.0.1:{closed} (host unreachable or connection refused)")
     assert "malformed MediaWiki API response (expected JSON, got text/html)" in errors["html-not-api"]["message"]
     assert {r["source"] for r in out["retrieved"]} <= {"handbook", "wiki", "confluence", "docs"}
 

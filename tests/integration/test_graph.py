@@ -142,11 +142,11 @@ def test_failing_source_degrades_instead_of_crashing() -> None:
 
 def test_drifted_and_invented_passages_never_reach_the_answer() -> None:
     """Drive align → generate → verify → postprocess with a hostile extractor's passages."""
+    from evident.models import SourceDocument
     from evident.nodes.align import align
     from evident.nodes.generate import generate
     from evident.nodes.postprocess import postprocess
     from evident.nodes.verify import verify
-    from evident.models import SourceDocument
 
     docs = [
         SourceDocument(url="https://wiki.example/travel", content=POLICY),

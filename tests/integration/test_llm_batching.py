@@ -11,11 +11,11 @@ from langchain_core.documents import Document
 from evident.alignment.models import SourceDocument
 from evident.connectors.base import to_source_document
 from evident.graph import build_graph
+from evident.llm.batching import approx_counter, plan_batches, split_document
 from evident.llm.replies import read_extraction
 from evident.models import Passage
 from evident.nodes.extract import merge_passages
 from evident.prompts.render import render_document
-from evident.llm.batching import approx_counter, plan_batches, split_document
 from tests.support.llm import ListRetriever, check_grounded, echo_responder, llm_context, prompt_documents, server
 from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
 
@@ -38,7 +38,7 @@ def long_corpus() -> list[Document]:
     sizes = [70, 20, 20, 20]  # the first is longer than the budget on its own
     return [
         Document(page_content=handbook(t, n), metadata={"url": f"https://wiki.example/{t}", "title": f"{t} handbook"})
-        for t, n in zip(TOPICS, sizes)
+        for t, n in zip(TOPICS, sizes, strict=True)
     ]
 
 

@@ -11,12 +11,12 @@ import openai
 import pytest
 
 from evident.alignment.models import AlignmentDecision
+from evident.citations.support import GeneratedSentenceSupport, token_support
 from evident.context import EvidentContext
+from evident.llm.batching import approx_counter, make_counter, tiktoken_cached
 from evident.llm.failures import ModelFailure, backoff_delay, call_with_retries, describe_failure, is_retryable
 from evident.llm.models import Models, ModelSettings
 from evident.prompts import BASELINE_PROMPTS, EXTRACTION_PROMPT, GENERATION_PROMPT, render_numbered_documents
-from evident.citations.support import GeneratedSentenceSupport, token_support
-from evident.llm.batching import approx_counter, make_counter, tiktoken_cached
 
 
 def _status_error(cls: type[openai.APIStatusError], status: int, headers: dict[str, str] | None = None) -> Any:

@@ -18,8 +18,8 @@ from evident.context import EvidentContext
 from evident.graph import build_graph
 from evident.models import INSUFFICIENT_ANSWER
 from tests.support.llm import (
-    BOOKING_QUERY,
     BOOKING,
+    BOOKING_QUERY,
     EXPENSES,
     TRAVEL,
     check_grounded,

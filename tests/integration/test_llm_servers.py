@@ -16,13 +16,13 @@ from langchain_core.documents import Document
 from evident.alignment.evidence import evidence_problem, is_heading_only
 from evident.context import EvidentContext
 from evident.graph import build_graph
+from evident.graph.tracing import summarize
+from evident.llm.batching import approx_counter, extraction_budget
 from evident.llm.models import reply_cap
 from evident.prompts.extraction import EXTRACTION_SYSTEM, EXTRACTION_USER
-from evident.llm.batching import approx_counter, extraction_budget
-from evident.graph.tracing import summarize
 from tests.support.llm import (
-    BOOKING_QUERY,
     BOOKING,
+    BOOKING_QUERY,
     BUSINESS,
     EXPENSES,
     TRAVEL,

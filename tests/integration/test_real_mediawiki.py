@@ -143,7 +143,8 @@ def test_async_gives_the_same_documents(wiki: RealMediaWiki) -> None:
     r = retriever(wiki, k=4)
     sync = r.invoke("rollback release tag")
     out = asyncio.run(r.ainvoke("rollback release tag"))
-    assert sync and [(d.metadata["url"], d.page_content) for d in out] == [(d.metadata["url"], d.page_content) for d in sync]
+    assert sync
+    assert [(d.metadata["url"], d.page_content) for d in out] == [(d.metadata["url"], d.page_content) for d in sync]
 
 
 def test_wrong_bot_password_is_a_clear_failure(wiki: RealMediaWiki) -> None:
@@ -152,8 +153,8 @@ def test_wrong_bot_password_is_a_clear_failure(wiki: RealMediaWiki) -> None:
                            password=wrong, credential_hint="WIKI_BOT_PASSWORD")
     with pytest.raises(SourceFailure) as err:
         r.invoke("deploy")
-    assert err.value.message == ("127.0.0.1:%d: login failed: Incorrect username or password entered. Please try "
-                                 "again.; check WIKI_BOT_PASSWORD" % wiki.port)
+    assert err.value.message == (f"127.0.0.1:{wiki.port}: login failed: Incorrect username or password entered. "
+                                 "Please try again.; check WIKI_BOT_PASSWORD")
     assert wrong not in err.value.message
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from evident.connectors.remote.docs_index import pages_path, read_pages, refresh_docs_index
-from evident.connectors.remote.docs_site import CrawlSettings, Crawler
+from evident.connectors.remote.docs_site import Crawler, CrawlSettings
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mkdocs-site"
 GUIDE = {"/", "/user-guide/install/", "/user-guide/configure/"}
@@ -55,9 +55,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(folder / "site")))
     served.url = f"http://127.0.0.1:{server.server_address[1]}"
     config = (FIXTURE / "mkdocs.yml").read_text(encoding="utf-8")
-    (folder / "mkdocs.yml").write_text(f"site_url: {served.url}/\ndocs_dir: {FIXTURE / 'docs'}\n{config}", encoding="utf-8")
-    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--quiet", "--strict", "-f", str(folder / "mkdocs.yml"),
-                            "-d", str(folder / "site")], capture_output=True, text=True, timeout=120)
+    (folder / "mkdocs.yml").write_text(f"site_url: {served.url}/\ndocs_dir: {FIXTURE / 'docs'}\n{config}",
+                                       encoding="utf-8")
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--quiet", "--strict",
+                            "-f", str(folder / "mkdocs.yml"), "-d", str(folder / "site")],
+                           capture_output=True, text=True, timeout=120)
     assert build.returncode == 0, build.stderr
     thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
@@ -124,7 +126,8 @@ index_path = "docs.sqlite3"
 
     def evident(*args: str) -> dict[str, Any]:
         done = subprocess.run([sys.executable, "-m", "evident.cli", *args, "--config", "evident.toml", "--json"],
-                              capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path, stdin=subprocess.DEVNULL)
+                              capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+                              stdin=subprocess.DEVNULL)
         assert done.returncode == 0, done.stderr
         return dict(json.loads(done.stdout))
 

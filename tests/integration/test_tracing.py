@@ -24,7 +24,6 @@ from evident.graph import build_graph, instrument
 from tests.support.langsmith_server import LangSmithServer, metadata
 from tests.support.llm import (
     BOOKING,
-    BUSINESS,
     EXPENSES,
     REMOTE,
     TRAVEL,
@@ -86,8 +85,9 @@ def traced(api: LangSmithServer, call: Any) -> Any:
 def node_runs(api: LangSmithServer) -> dict[str, dict[str, Any]]:
     """The finished runs of the trace, by name, each checked to hang directly under the root."""
     (root,) = api.finished("evident")
-    runs = {name: api.finished(name) for name in
-            ("rewrite", "retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify", "postprocess")}
+    nodes = ("rewrite", "retrieve", "extract_batch", "extract", "align", "insufficient", "generate", "verify",
+             "postprocess")
+    runs = {name: api.finished(name) for name in nodes}
     for name, found in runs.items():
         for run in found:
             assert run["parent_run_id"] == root["id"], name

@@ -117,7 +117,7 @@ Responder = Callable[[ChatRequest], Reply]
 class _Server(ThreadingHTTPServer):
     daemon_threads = False  # joined by server_close(): nothing outlives the test
     block_on_close = True
-    owner: "OpenAIServer"
+    owner: OpenAIServer
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -342,7 +342,7 @@ class OpenAIServer:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    def start(self) -> "OpenAIServer":
+    def start(self) -> OpenAIServer:
         httpd = _Server(("127.0.0.1", 0), _Handler)
         httpd.owner = self
         self._httpd = httpd
@@ -370,7 +370,7 @@ class OpenAIServer:
         if self._thread is not None:
             self._thread.join()
 
-    def __enter__(self) -> "OpenAIServer":
+    def __enter__(self) -> OpenAIServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

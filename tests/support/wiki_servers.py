@@ -198,7 +198,8 @@ class MediaWikiServer(FixtureServer):
         if params.get("format") != "json":
             return Response(200, "<html><body>MediaWiki API help</body></html>", "text/html")
         if self.token is not None and request.headers.get("authorization") != f"Bearer {self.token}":
-            return self._error("mwoauth-invalid-authorization", "The authorization headers in your request are not valid.")
+            return self._error("mwoauth-invalid-authorization",
+                               "The authorization headers in your request are not valid.")
         if params.get("action") == "parse":
             return self._parse(params)
         if params.get("list") == "search":
@@ -262,8 +263,9 @@ class MediaWikiServer(FixtureServer):
         page = next((p for p in self.pages if str(p.pageid) == params.get("pageid")), None)
         if page is None:
             return self._error("nosuchpageid", "There is no page with ID.")
+        html = page.html or f'<div class="mw-parser-output"><p>{page.text}</p></div>'
         return Response(body={"parse": {"title": page.title, "pageid": page.pageid, "displaytitle": page.title,
-                                        "text": page.html or f"<div class=\"mw-parser-output\"><p>{page.text}</p></div>"}})
+                                        "text": html}})
 
 
 # -- Confluence --------------------------------------------------------------------------------
@@ -348,11 +350,13 @@ class ConfluenceServer(FixtureServer):
         window = hits[start : start + limit]
         expand = query.get("expand", "")
         results = [self._content(p, expand) for _, p in window]
-        links: dict[str, Any] = {"base": self.base_url, "context": self.context, "self": self.base_url + "/rest/api/content/search"}
+        links: dict[str, Any] = {"base": self.base_url, "context": self.context,
+                                 "self": self.base_url + "/rest/api/content/search"}
         if start + limit < len(hits):
             links["next"] = ("" if self.relative_next else "/") + "rest/api/content/search?" + urlencode(
                 {"cql": cql, "limit": limit, "start": start + limit, "expand": expand})
-        return Response(body={"results": results, "start": start, "limit": limit, "size": len(results), "_links": links})
+        return Response(body={"results": results, "start": start, "limit": limit, "size": len(results),
+                              "_links": links})
 
     def _content(self, page: ConfluencePage, expand: str) -> dict[str, Any]:
         item: dict[str, Any] = {
@@ -501,7 +505,8 @@ class RealMediaWiki:
         data = self.folder / "data"
         data.mkdir(parents=True, exist_ok=True)
         self.maintenance(
-            "install.php", "--dbtype", "sqlite", "--dbpath", str(data), "--dbname", "wiki", "--confpath", str(self.folder),
+            "install.php", "--dbtype", "sqlite", "--dbpath", str(data), "--dbname", "wiki",
+            "--confpath", str(self.folder),
             "--server", self.url, "--scriptpath", "/w", "--pass", self.ADMIN_PASSWORD, "--skins", "",
             "--extensions", "TextExtracts", "--quiet", "EvidenT test wiki", "Admin",
         )
@@ -510,7 +515,8 @@ class RealMediaWiki:
         self.maintenance("createAndPromote.php", "--custom-groups", "reader,bot", "Evident", "Evident-pass-8d2e7a")
         self.maintenance("createAndPromote.php", "--custom-groups", "reader", "Alice", "Alice-pass-3b6c0f")
         self.maintenance("createAndPromote.php", "Mallory", "Mallory-pass-9e1d4c")
-        self.maintenance("createBotPassword.php", "--appid", "reader", "--grants", "basic", "Evident", self.bot.password)
+        self.maintenance("createBotPassword.php", "--appid", "reader", "--grants", "basic", "Evident",
+                         self.bot.password)
         self.maintenance("createBotPassword.php", "--appid", "bulk", "--grants", "basic,highvolume", "Evident",
                          self.bulk_bot.password)
         # One file per page, named by its title: one process imports them all (edits, search index included).

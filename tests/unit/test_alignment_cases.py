@@ -275,7 +275,8 @@ def test_fragments_of_one_sentence_are_joined_in_source_order() -> None:
 def test_stitched_verbatim_pieces_out_of_document_order() -> None:
     # Two sentences of the page in the opposite order: never joined, the longer one is the quote.
     a = "Credits are not transferable between organisations and expire twelve months after they are issued."
-    b = "Monthly subscriptions are not refundable (see Section 4.2 for the exceptions, i.e. outages covered by the SLA)."
+    b = ("Monthly subscriptions are not refundable (see Section 4.2 for the exceptions, "
+         "i.e. outages covered by the SLA).")
     d = one(f"{a} {b}")
     assert d.action == "truncated"
     assert span_texts(d) == [b]
@@ -503,10 +504,13 @@ def test_cold_and_warm_cache_give_the_same_decisions() -> None:
 def test_paper_mode_agrees_with_the_reference_implementation() -> None:
     passages = [
         {"passage_id": "1", "url": REFUNDS_URL, "content": "Monthly subscriptions are not refundable (see Section 4.2"},
-        {"passage_id": "2", "url": REFUNDS_URL, "content": "Refunds are issued within 14 days of the request being received by our billing team."},
+        {"passage_id": "2", "url": REFUNDS_URL,
+         "content": "Refunds are issued within 14 days of the request being received by our billing team."},
         {"passage_id": "3", "url": REFUNDS_URL, "content": "Audit logs are retained for 400 days."},
         {"passage_id": "4", "url": MISSING_URL, "content": "Invented text that is nowhere to be found at all."},
-        {"passage_id": "5", "url": REFUNDS_URL, "content": "Refund requests do not affect retention: data of a refunded subscription is kept for 30 days of the start of the term so that it can be exported."},
+        {"passage_id": "5", "url": REFUNDS_URL,
+         "content": "Refund requests do not affect retention: data of a refunded subscription is kept for 30 days "
+                    "of the start of the term so that it can be exported."},
     ]
     docs = [{"url": REFUNDS_URL, "content": REFUNDS}, {"url": SECURITY_URL, "content": SECURITY}]
     ours = align(passages, docs, drift="paper", cache=IndexCache())
@@ -553,7 +557,7 @@ def test_long_noisy_page_offsets_stay_exact(accent: str) -> None:
                 cache=IndexCache())
     assert [d.action for d in out] == [a for a, _ in passages]
     base = len(accent) + len(head)
-    for d, (_, content) in zip(out, passages):
+    for d, (_, content) in zip(out, passages, strict=True):
         check_invariants(d, {"passage_id": d.passage_id, "url": url, "content": content}, docs)
     assert out[0].spans == [(base + REFUNDS.index("Tessellate Cloud refunds"),
                              base + REFUNDS.index("Tessellate Cloud refunds") + len(passages[0][1]))]

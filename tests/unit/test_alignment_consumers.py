@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from evident.alignment import IndexCache, SourceDocument, align
 from evident.citations.answer import check_answer, parse_answer, render_answer, resolve_citation
-from evident.offline.composer import compose_answer
-from evident.prompts.render import render_passages
 from evident.citations.support import GeneratedSentenceSupport
 from evident.graph.tracing import describe, summarize
+from evident.offline.composer import compose_answer
+from evident.prompts.render import render_passages
 
 URL = "https://help.example/fees"
 PAGE = ("# Fees\n\nThe refund processing fee is 40 USD for every annual plan that is cancelled early. "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -19,8 +21,8 @@ from evident.alignment import (
 )
 from evident.alignment.counts import UnitCounts
 from evident.alignment.reference import align_reference
+from evident.alignment.statement import BLOCK_BREAK
 from evident.alignment.tokenize import words
-from evident.alignment.statement import BLOCK_BREAK, MAX_GAP_TOKENS
 from tests.support.token_oracle import oracle_tokens
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
@@ -178,7 +180,7 @@ def test_decisions_are_well_formed(case, drift: str) -> None:  # type: ignore[no
     decisions = align(passages, docs, n=n, threshold=threshold, drift=drift, cache=IndexCache())
     text = {d["url"]: d["content"] for d in docs}
     assert [d.passage_id for d in decisions] == [p["passage_id"] for p in passages]
-    for p, d in zip(passages, decisions):
+    for p, d in zip(passages, decisions, strict=True):
         assert d.original_url == p["url"]
         assert 0.0 <= d.overlap <= 1.0
         if d.action == "dropped":
@@ -190,8 +192,8 @@ def test_decisions_are_well_formed(case, drift: str) -> None:  # type: ignore[no
         assert all(0 <= s < e <= len(src) for s, e in d.spans)
         assert d.quote == quote_of(src, d.spans)
         # The quote follows the source's order, and never joins pieces across a block break.
-        assert all(a[1] <= b[0] for a, b in zip(d.spans, d.spans[1:]))
-        for (_, end), (start, _) in zip(d.spans, d.spans[1:]):
+        assert all(a[1] <= b[0] for a, b in pairwise(d.spans))
+        for (_, end), (start, _) in pairwise(d.spans):
             assert not BLOCK_BREAK.search(src[end:start])
         if d.action == "kept":
             assert d.overlap > threshold and d.url == resolved(p["url"], text)
@@ -216,15 +218,15 @@ def test_without_bridging_every_span_is_passage_text(case, drift: str) -> None: 
     passages, docs, n, threshold = case
     decisions = align(passages, docs, n=n, threshold=threshold, drift=drift, bridge=0, cache=IndexCache())
     text = {d["url"]: d["content"] for d in docs}
-    for p, d in zip(passages, decisions):
+    for p, d in zip(passages, decisions, strict=True):
         if d.action == "dropped":
             continue
         ptoks = words(p["content"])
-        pairs = set(zip(ptoks, ptoks[1:]))
+        pairs = set(pairwise(ptoks))
         for s, e in d.spans:
             stoks = words(text[d.url][s:e])
             assert set(stoks) <= set(ptoks)
-            assert set(zip(stoks, stoks[1:])) <= pairs
+            assert set(pairwise(stoks)) <= pairs
 
 
 @THOROUGH
@@ -250,7 +252,7 @@ def test_paper_mode_agrees_with_the_reference(case) -> None:  # type: ignore[no-
     passages, docs, n, threshold = case
     ours = align(passages, docs, n=n, threshold=threshold, drift="paper", cache=IndexCache())
     ref = align_reference(passages, docs, n=n, threshold=threshold)
-    for a, b in zip(ours, ref):
+    for a, b in zip(ours, ref, strict=True):
         # The paper's "kept" and "truncated" cases are refined into kept / corrected / truncated.
         paper = a.action if a.action in ("relinked", "dropped") else (
             "kept" if a.overlap > threshold else "truncated")

@@ -9,6 +9,7 @@ page's order, may.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -113,7 +114,7 @@ def test_fragments_of_distant_sentences_never_share_a_quote(page: Page, data: st
     if occurrences(one + two, page_words) == 0:
         assert d.action != "kept"  # at least one fragment is left out of the quote
     assert len(d.quote.split(QUOTE_JOINER)) == len(d.spans)
-    for (_, end), (start, _) in zip(d.spans, d.spans[1:]):
+    for (_, end), (start, _) in pairwise(d.spans):
         left, right = page.sentence_at(end), page.sentence_at(start)
         assert left is not None and right is not None
         assert start >= end and not distant(left, right), (d.spans, d.quote)
@@ -126,7 +127,7 @@ def test_fragments_of_distant_sentences_never_share_a_quote(page: Page, data: st
 @given(pages(), st.data(), st.sampled_from([" ", QUOTE_JOINER, " [...] "]))
 def test_fragments_of_neighbouring_sentences_are_joined_in_source_order(page: Page, data: st.DataObject,
                                                                        sep: str) -> None:
-    pairs = [(a, b) for a, b in zip(page.sentences, page.sentences[1:]) if a.block == b.block]
+    pairs = [(a, b) for a, b in pairwise(page.sentences) if a.block == b.block]
     if not pairs:
         return
     first, second = data.draw(st.sampled_from(pairs))
@@ -136,7 +137,7 @@ def test_fragments_of_neighbouring_sentences_are_joined_in_source_order(page: Pa
     url = "https://docs.example/page"
     [d] = align([{"passage_id": "p", "url": url, "content": " ".join(one) + sep + " ".join(two)}],
                 [{"url": url, "content": page.text}], threshold=0.0, cache=IndexCache())
-    assert d.action != "dropped" and all(a[1] <= b[0] for a, b in zip(d.spans, d.spans[1:]))
+    assert d.action != "dropped" and all(a[1] <= b[0] for a, b in pairwise(d.spans))
     page_words = words(page.text)
     if occurrences(one, page_words) > 1 or occurrences(two, page_words) > 1:
         return  # a fragment also found elsewhere (common words only) may be quoted from there

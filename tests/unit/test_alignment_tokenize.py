@@ -10,9 +10,6 @@ from evident.alignment import DocumentIndex, IndexCache, content_hash, nfkc_case
 from evident.alignment.tokenize import token_string, words
 from tests.support.token_oracle import oracle_tokens
 
-
-
-
 NOISY_PAGE = (
     "\ufeff<!DOCTYPE html>\r\n<html><head><title>Travel &amp; Expenses – ACME Intranet</title></head>\r\n"
     "<body>\r\n<nav>Home › HR › Policies</nav>\r\n"
@@ -34,12 +31,12 @@ NOISY_PAGE = (
 def test_tokens_map_back_to_exact_spans_on_a_noisy_page() -> None:
     toks = tokenize(NOISY_PAGE)
     assert list(toks.tokens) == oracle_tokens(NOISY_PAGE)
-    for tok, start, end in zip(toks.tokens, toks.starts, toks.ends):
+    for tok, start, end in zip(toks.tokens, toks.starts, toks.ends, strict=True):
         piece = NOISY_PAGE[start:end]
         assert 0 <= start < end <= len(NOISY_PAGE)
         # The original characters of a token normalise to text containing that token.
         assert tok in words(piece), (tok, piece)
-    spans = dict(zip(toks.tokens, zip(toks.starts, toks.ends)))
+    spans = dict(zip(toks.tokens, zip(toks.starts, toks.ends, strict=True), strict=True))
     assert NOISY_PAGE[slice(*spans["flights"])] == "ﬂights"  # ligature expanded, span is original
     assert NOISY_PAGE[slice(*spans["finance"])] == "ﬁnance"
     assert NOISY_PAGE[slice(*spans["zerowidth"])] == "Zero\u200bwidth"  # ZWSP does not split a word
@@ -84,7 +81,7 @@ def test_crlf_and_markup_do_not_create_tokens() -> None:
     text = "| Plan | Refund window |\r\n|------|---------------|\r\n| **Annual** | 30 days |\r\n"
     assert words(text) == ["plan", "refund", "window", "annual", "30", "days"]
     toks = tokenize(text)
-    assert [text[s:e] for s, e in zip(toks.starts, toks.ends)] == [
+    assert [text[s:e] for s, e in zip(toks.starts, toks.ends, strict=True)] == [
         "Plan", "Refund", "window", "Annual", "30", "days"]
 
 

@@ -47,7 +47,8 @@ def test_absent_acl_is_none(acl: Any) -> None:
     assert parse_acl(acl) is None
 
 
-@pytest.mark.parametrize("acl", [42, True, ["group:hr", 3], {"roles": ["x"]}, {}, "role:admin", "user:", {"public": "yes"}])
+@pytest.mark.parametrize(
+    "acl", [42, True, ["group:hr", 3], {"roles": ["x"]}, {}, "role:admin", "user:", {"public": "yes"}])
 def test_unreadable_acls_raise_and_deny(acl: Any) -> None:
     with pytest.raises(AclError):
         parse_acl(acl)

@@ -11,8 +11,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from evident.connectors.config import Defaults, build_sources, parse_settings
-from evident.connectors.remote.confluence import ConfluenceRetriever
 from evident.connectors.index.retriever import LocalCorpusRetriever
+from evident.connectors.remote.confluence import ConfluenceRetriever
 from evident.connectors.remote.mediawiki import MediaWikiRetriever
 from evident.connectors.source import SourceConfigError
 from evident.context import ConfigError, EvidentContext
@@ -84,12 +84,15 @@ def test_every_type_builds(tmp_path: Path, examples: Path, monkeypatch: pytest.M
 @pytest.mark.parametrize(
     ("raw", "source", "message"),
     [
-        ({"name": "sp", "type": "sharepoint"}, "sp", "unknown source type 'sharepoint' (expected one of: confluence, docs"),
+        ({"name": "sp", "type": "sharepoint"}, "sp",
+         "unknown source type 'sharepoint' (expected one of: confluence, docs"),
         ({"name": "x"}, "x", "missing 'type'"),
         ({"type": "local", "paths": ["."]}, "#1", "name: Field required"),
         ("wiki", "#1", "a source must be a table of settings"),
-        ({"name": "w", "type": "mediawiki", "url": "https://w/api.php", "tiemout_s": 3}, "w", "tiemout_s: unknown setting"),
-        ({"name": "w", "type": "mediawiki", "url": "https://w/api.php", "k": 0}, "w", "k: Input should be greater than"),
+        ({"name": "w", "type": "mediawiki", "url": "https://w/api.php", "tiemout_s": 3}, "w",
+         "tiemout_s: unknown setting"),
+        ({"name": "w", "type": "mediawiki", "url": "https://w/api.php", "k": 0}, "w",
+         "k: Input should be greater than"),
         ({"name": "w", "type": "mediawiki", "url": "wiki.example/api.php"}, "w", "url must be an absolute http(s) URL"),
         ({"name": "w", "type": "mediawiki", "url": "https://u:pw@w/api.php"}, "w", "must not contain credentials"),
         ({"name": "w", "type": "mediawiki", "url": "https://w/api.php", "token_env": "NO_SUCH_VAR_EVIDENT"}, "w",
@@ -102,14 +105,17 @@ def test_every_type_builds(tmp_path: Path, examples: Path, monkeypatch: pytest.M
          "needs both email_env and token_env"),
         ({"name": "d", "type": "docs"}, "d", "give a sitemap or start_urls"),
         ({"name": "d", "type": "docs", "sitemap": "ftp://d/sitemap.xml"}, "d", "must be an absolute http(s) URL"),
-        ({"name": "l", "type": "local", "paths": ["/no/such/folder"]}, "l", "/no/such/folder: no such file or directory"),
+        ({"name": "l", "type": "local", "paths": ["/no/such/folder"]}, "l",
+         "/no/such/folder: no such file or directory"),
         ({"name": "a", "type": "local", "paths": ["."], "acl": {"roles": ["x"]}}, "a", "acl: acl object needs"),
         ({"name": "a", "type": "local", "paths": ["."], "default_acl": "private"}, "a", "default_acl: Input should be"),
         ({"name": "lc", "type": "langchain", "retriever": "no_such_module_evident:R"}, "lc",
          "cannot import no_such_module_evident: ModuleNotFoundError"),
         ({"name": "lc", "type": "langchain", "retriever": f"{__name__}:Nope"}, "lc", "has no attribute 'Nope'"),
-        ({"name": "lc", "type": "langchain", "retriever": f"{__name__}:NOT_A_RETRIEVER"}, "lc", "is not a LangChain BaseRetriever"),
-        ({"name": "lc", "type": "langchain", "retriever": "evident.connectors.acl:parse_acl"}, "lc", "parse_acl(...) failed"),
+        ({"name": "lc", "type": "langchain", "retriever": f"{__name__}:NOT_A_RETRIEVER"}, "lc",
+         "is not a LangChain BaseRetriever"),
+        ({"name": "lc", "type": "langchain", "retriever": "evident.connectors.acl:parse_acl"}, "lc",
+         "parse_acl(...) failed"),
         ({"name": "lc", "type": "langchain", "retriever": "nodots"}, "lc", "must be 'package.module:attribute'"),
     ],
 )

@@ -101,12 +101,14 @@ def test_permission_check_as_the_principal(cloud: ConfluenceServer) -> None:
 
 def test_async_search(cloud: ConfluenceServer) -> None:
     r = cloud_retriever(cloud, k=3)
-    assert [d.metadata["url"] for d in asyncio.run(r.ainvoke("deploy"))] == [d.metadata["url"] for d in r.invoke("deploy")]
+    found = asyncio.run(r.ainvoke("deploy"))
+    assert [d.metadata["url"] for d in found] == [d.metadata["url"] for d in r.invoke("deploy")]
 
 
 def test_data_center_with_a_personal_token() -> None:
     with ConfluenceServer(PAGES, context="", email=None, token="pat-456") as dc:
-        r = ConfluenceRetriever(source_name="confluence", base_url=dc.base_url, deployment="datacenter", token="pat-456")
+        r = ConfluenceRetriever(source_name="confluence", base_url=dc.base_url, deployment="datacenter",
+                                token="pat-456")
         docs = r.invoke("rollback")
         assert docs[0].metadata["url"] == f"{dc.url}/spaces/ENG/pages/102/Rollback+guide"
         assert dc.requests[0].headers["authorization"] == "Bearer pat-456"

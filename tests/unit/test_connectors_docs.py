@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from evident.connectors.remote.docs_index import pages_path, read_pages, refresh_docs_index
-from evident.connectors.remote.docs_site import CrawlSettings, Crawler, RateLimiter
 from evident.connectors.index.html_text import parse_html
 from evident.connectors.index.retriever import LocalCorpusRetriever
+from evident.connectors.remote.docs_index import pages_path, read_pages, refresh_docs_index
+from evident.connectors.remote.docs_site import Crawler, CrawlSettings, RateLimiter
 from evident.connectors.remote.robots import Robots
 from evident.connectors.remote.sitemap import SitemapError, parse_sitemap
 from evident.connectors.source import SourceFailure
@@ -47,7 +47,8 @@ def site_files() -> dict[str, tuple[str, str] | Response]:
                          'sitemap/0.9"><sitemap><loc>{base}/sitemap-docs.xml</loc></sitemap></sitemapindex>'),
         "/sitemap-docs.xml": urlset(*SITEMAP_PAGES),
         "/docs/": page("Tessellate Flow docs", '<p>Start with <a href="install">installing Flow</a> or read the '
-                       '<a href="/docs/config#top">configuration reference</a>.</p><p><a href="/docs/gone">Old page</a> '
+                       '<a href="/docs/config#top">configuration reference</a>.</p>'
+                       '<p><a href="/docs/gone">Old page</a> '
                        '<a href="http://example.invalid/x">Elsewhere</a> <a href="mailto:docs@example.com">Mail</a> '
                        '<a href="/docs/private/keys">Keys</a></p>'),
         "/docs/install": page("Installing Flow", "<p>Install Flow with <code>pip install tessellate-flow</code>. "
@@ -99,7 +100,8 @@ def test_clean_text_and_metadata(site: StaticSite) -> None:
     records = {r["url"].removeprefix(site.url): r for r in Crawler(settings(site)).run().records}
     install = records["/docs/install"]
     assert install["title"] == "Installing Flow" and install["source_type"] == "docs"
-    assert install["text"] == "Installing Flow\n\nInstall Flow with pip install tessellate-flow. Flow needs Python 3.11 or newer."
+    assert install["text"] == ("Installing Flow\n\n"
+                               "Install Flow with pip install tessellate-flow. Flow needs Python 3.11 or newer.")
     assert records["/docs/config"]["metadata"] == {"acl": "group:engineering"}
     assert records["/docs/upgrade"]["crawl"]["fetched_url"] == site.url + "/docs/upgrade"  # the redirect target
 
@@ -172,14 +174,16 @@ def test_refresh_builds_and_updates_the_index(site: StaticSite, tmp_path: Path) 
     assert stats.unchanged == 4 and stats.reused == 3  # /docs/upgrade, reached by a redirect, is fetched whole
 
     # Same lastmod, new text (the sitemap was not regenerated): the conditional request sees the change.
-    site.files["/docs/config"] = page("Configuration reference", "<p>The <code>workers</code> setting defaults to 8.</p>")
+    site.files["/docs/config"] = page("Configuration reference",
+                                      "<p>The <code>workers</code> setting defaults to 8.</p>")
     stats = refresh_docs_index(settings(site), index)
     assert stats.updated == 1 and "defaults to 8" in retriever.invoke("workers setting default")[0].page_content
 
     # A page changed (new lastmod) and a page removed from the site.
     files = site.files
     files["/docs/install"] = page("Installing Flow", "<p>Install Flow with pipx now.</p>")
-    files["/sitemap-docs.xml"] = urlset(("/docs/", "2025-01-01"), ("/docs/install", "2025-02-02"), ("/docs/config", "2025-01-01"))
+    files["/sitemap-docs.xml"] = urlset(("/docs/", "2025-01-01"), ("/docs/install", "2025-02-02"),
+                                        ("/docs/config", "2025-01-01"))
     stats = refresh_docs_index(settings(site), index)
     assert stats.updated == 1 and stats.removed == 1 and stats.pages == 3
     assert "pipx" in retriever.invoke("install flow")[0].page_content
@@ -222,7 +226,8 @@ def test_a_page_whose_id_is_invalid_is_skipped_and_the_rest_indexed(
 ) -> None:
     # A page address with a space, and a canonical link with brackets: neither may be a document id.
     site.files["/docs/release%20notes"] = page("Release notes", "<p>Flow 5 adds autoscaling of workers.</p>")
-    site.files["/docs/install"] = page("Installing Flow", "<p>Install Flow with <code>pip install tessellate-flow</code>.</p>",
+    site.files["/docs/install"] = page("Installing Flow",
+                                       "<p>Install Flow with <code>pip install tessellate-flow</code>.</p>",
                                        head='<link rel="canonical" href="{base}/docs/install[v2]">')
     site.files["/sitemap-docs.xml"] = urlset(("/docs/", ""), ("/docs/release notes", ""), ("/docs/install", ""))
     index = tmp_path / "docs.sqlite3"
@@ -246,8 +251,8 @@ def test_a_page_whose_id_is_invalid_is_skipped_and_the_rest_indexed(
 
 
 def test_page_charset_and_size(site: StaticSite) -> None:
-    site.files["/docs/latin"] = Response(200, "<html><body><p>Caf\xe9 cr\xe8me policy.</p></body></html>".encode("latin-1"),
-                                         "text/html; charset=iso-8859-1")
+    latin = "<html><body><p>Caf\xe9 cr\xe8me policy.</p></body></html>".encode("latin-1")
+    site.files["/docs/latin"] = Response(200, latin, "text/html; charset=iso-8859-1")
     site.files["/docs/huge"] = (HTML, "<html><body><p>" + "x " * 20_000 + "</p></body></html>")
     site.files["/sitemap-docs.xml"] = urlset(("/docs/latin", ""), ("/docs/huge", ""))
     result = Crawler(settings(site, max_page_bytes=10_000)).run()
@@ -256,7 +261,8 @@ def test_page_charset_and_size(site: StaticSite) -> None:
 
 
 def test_sitemap_parsing() -> None:
-    xml = b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc> https://d/a </loc><lastmod>2025</lastmod></url></urlset>'
+    xml = (b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+           b'<url><loc> https://d/a </loc><lastmod>2025</lastmod></url></urlset>')
     parsed = parse_sitemap(gzip.compress(xml))
     assert [(e.loc, e.lastmod) for e in parsed.pages] == [("https://d/a", "2025")]
     with pytest.raises(SitemapError, match="DOCTYPE"):

@@ -1,4 +1,5 @@
-"""`type = "loader"`: a LangChain BaseLoader of our own, loaded by `evident index --config`, answered by `evident ask`."""
+"""`type = "loader"`: a LangChain BaseLoader of our own, loaded by `evident index --config`, answered by
+`evident ask`."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from typer.testing import CliRunner
 
 from evident.cli import app
 from evident.connectors.config import Defaults, LoaderSettings, build_loader, build_sources, parse_settings
-from evident.connectors.remote.docs_index import pages_path, read_pages
 from evident.connectors.index.loader_source import LoaderMapping, loader_records, refresh_loader_index
+from evident.connectors.remote.docs_index import pages_path, read_pages
 from evident.connectors.source import SourceConfigError, SourceFailure
 
 
 class HandbookLoader(BaseLoader):
-    """Reads `{"pages": [{"id"?, "title"?, "text", "acl"?, "updated"?}]}` from a JSON file, as an export would give it."""
+    """Reads `{"pages": [{"id"?, "title"?, "text", "acl"?, "updated"?}]}` from a JSON file, as an export
+    would give it."""
 
     def __init__(self, path: str, api_key: str = "") -> None:
         self.path = Path(path)
@@ -80,7 +82,8 @@ def cli(*args: str) -> dict[str, Any]:
 
 def test_index_and_ask_from_a_loader(workdir: Path) -> None:
     indexed = cli("index")
-    assert [(r["name"], r["status"], r["documents"], r["added"]) for r in indexed["sources"]] == [("handbook", "ok", 4, 4)]
+    sources = [(r["name"], r["status"], r["documents"], r["added"]) for r in indexed["sources"]]
+    assert sources == [("handbook", "ok", 4, 4)]
     records = {r["url"]: r for r in read_pages(pages_path(workdir / "handbook.sqlite3")).values()}
     unnamed = sorted(set(records) - {"https://handbook.example/travel", "https://handbook.example/salaries", "HB-17"})
     assert len(records) == 4 and re.fullmatch(r"handbook-[0-9a-f]{16}", unnamed[0])  # no id: named by its text
@@ -117,7 +120,8 @@ def test_skipped_documents_are_reported(workdir: Path) -> None:
     records = loader_records(HandbookLoader(str(workdir / "handbook.json"), "handbook-key-1").lazy_load(),
                              LoaderMapping(source_name="handbook"), lambda what, why: skipped.append((what, why)))
     assert len(records) == 4
-    assert skipped[0][0] == "javascript:alert(1)" and "no usable id (id 'javascript:alert(1)' has the scheme" in skipped[0][1]
+    assert skipped[0][0] == "javascript:alert(1)"
+    assert "no usable id (id 'javascript:alert(1)' has the scheme" in skipped[0][1]
     assert skipped[1] == ("HB-18", "no text")
 
 

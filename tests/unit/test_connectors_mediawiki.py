@@ -8,7 +8,6 @@ the test wiki does not have) and a public wiki's anonymous readers.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -16,8 +15,7 @@ from typing import Any
 import pytest
 
 from evident.connectors.remote.mediawiki import MediaWikiRetriever
-from evident.connectors.source import AccessReport, SourceFailure
-from evident.models import Principal
+from evident.connectors.source import SourceFailure
 from tests.support.wiki_servers import MediaWikiServer, Request, Response, WikiPage
 
 PAGES = [
@@ -25,8 +23,9 @@ PAGES = [
              "change ticket. Deploys are frozen on Fridays after 15:00."),
     WikiPage(2, "Incident process", "Incident process\n\nDeclare an incident in the #incidents channel. The incident "
              "commander owns communication until the incident is resolved.",
-             html='<div class="mw-parser-output"><h2>Declaring<span class="mw-editsection">[<a href="/e">edit</a>]</span>'
-                  '</h2><div id="toc" class="toc"><ul><li>1 Declaring</li></ul></div><p>Declare an incident in the '
+             html='<div class="mw-parser-output">'
+                  '<h2>Declaring<span class="mw-editsection">[<a href="/e">edit</a>]</span></h2>'
+                  '<div id="toc" class="toc"><ul><li>1 Declaring</li></ul></div><p>Declare an incident in the '
                   "<b>#incidents</b> channel.</p><ul><li>Page the on-call</li><li>Open a bridge</li></ul></div>"),
     WikiPage(3, "Oncall rotation", "Oncall rotation\n\nThe deploy on-call rotates weekly; the incident commander is "
              "always the on-call engineer."),
@@ -116,7 +115,9 @@ def test_unreachable_host() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, not listening: connections are refused
         with pytest.raises(SourceFailure, match=f"cannot connect to 127.0.0.1:{port}"):
-            MediaWikiRetriever(source_name="wiki", api_url=f"http://127.0.0.1:{port}/w/api.php", timeout_s=2).invoke("deploy")
+            retriever = MediaWikiRetriever(source_name="wiki", api_url=f"http://127.0.0.1:{port}/w/api.php",
+                                           timeout_s=2)
+            retriever.invoke("deploy")
 
 
 def test_a_backend_without_text_search_is_asked_once_then_searched_its_own_way(wiki: MediaWikiServer) -> None:

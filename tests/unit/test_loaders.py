@@ -157,7 +157,7 @@ PAGE = """<!DOCTYPE html>
   </main>
   <footer>Copyright footer</footer>
 </body></html>
-"""
+"""  # noqa: E501
 
 PAGE_TEXT = (
     "Deploying Flow\n\n"
@@ -206,7 +206,8 @@ def test_html_without_main_uses_articles_or_body_and_falls_back(tmp_path: Path) 
 
 def test_html_loose_lists_stay_one_item_per_line(tmp_path: Path) -> None:
     (tmp_path / "loose.html").write_text(
-        "<main><p>Steps:</p><ol><li><p>Open the app.</p></li><li><p>Sign in.</p><ul><li><p>Use SSO.</p></li></ul></li></ol>"
+        "<main><p>Steps:</p><ol><li><p>Open the app.</p></li>"
+        "<li><p>Sign in.</p><ul><li><p>Use SSO.</p></li></ul></li></ol>"
         "<dl><dt>SLA</dt><dd>99.9%</dd></dl></main>"
     )
     [doc], _ = load(tmp_path)
@@ -214,7 +215,8 @@ def test_html_loose_lists_stay_one_item_per_line(tmp_path: Path) -> None:
 
 
 def test_html_declared_legacy_charset(tmp_path: Path) -> None:
-    html = '<html><head><meta charset="iso-8859-1"><title>Caf\xe9</title></head><body><p>Cr\xe8me br\xfbl\xe9e</p></body></html>'
+    html = ('<html><head><meta charset="iso-8859-1"><title>Caf\xe9</title></head>'
+            '<body><p>Cr\xe8me br\xfbl\xe9e</p></body></html>')
     (tmp_path / "latin.html").write_bytes(html.encode("latin-1"))
     [doc], _ = load(tmp_path)
     assert doc.title == "Café"
@@ -302,7 +304,8 @@ def test_jsonl_errors_name_file_and_line(tmp_path: Path, bad_line: str, message:
 def test_jsonl_duplicate_url_keeps_first(tmp_path: Path) -> None:
     corpus = write_jsonl(
         tmp_path / "dup.jsonl",
-        [{"url": "https://a", "text": "first"}, {"url": "https://b", "text": "b"}, {"url": "https://a", "text": "second"}],
+        [{"url": "https://a", "text": "first"}, {"url": "https://b", "text": "b"},
+         {"url": "https://a", "text": "second"}],
     )
     docs, skips = load(corpus)
     assert [(d.url, d.content) for d in docs] == [("https://a", "first"), ("https://b", "b")]
@@ -313,7 +316,8 @@ def test_jsonl_duplicate_url_keeps_first(tmp_path: Path) -> None:
 
 
 def test_folder_is_recursive_sorted_and_ignores_hidden_and_unsupported(tmp_path: Path) -> None:
-    for name in ["b.md", "a/z.txt", "a/b/c.markdown", "a-b.htm", "notes.docx", "data.jsonl", ".hidden.md", ".git/x.md", "a/.cache/y.txt"]:
+    for name in ["b.md", "a/z.txt", "a/b/c.markdown", "a-b.htm", "notes.docx", "data.jsonl",
+                 ".hidden.md", ".git/x.md", "a/.cache/y.txt"]:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"<p>{name}</p>" if name.endswith("htm") else f"text of {name}")

@@ -24,7 +24,7 @@ from evident.context import (
 )
 from evident.graph import build_graph, graph
 from evident.nodes.retrieve import IGNORED_PRINCIPAL
-from evident.state import EvidentState, _PER_QUERY
+from evident.state import _PER_QUERY, EvidentState
 
 Q = "How many days do I have to submit an expense report after a trip?"
 # What the LangGraph server puts in every run's config: the graph then knows a request started it.

@@ -159,7 +159,8 @@ def test_health_and_version_routes(examples: Path, monkeypatch: pytest.MonkeyPat
     from evident.web.app import app
 
     monkeypatch.setenv("EVIDENT_CORPUS", str(examples))
-    with TestClient(app, base_url="http://127.0.0.1:2024") as client:  # runs the lifespan: the index is opened before any request
+    # The block runs the lifespan: the index is opened before any request.
+    with TestClient(app, base_url="http://127.0.0.1:2024") as client:
         health = client.get("/health")
         assert health.status_code == 200
         assert health.json()["retriever"]["ready"] is True and health.json()["mode"] == "offline"

@@ -1,0 +1,43 @@
+"""What the e2e deployments serve: the bundled examples plus an HR folder with one restricted page
+(`acl: group:executives`) that no anonymous caller may see, and the question they are asked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+Q = "How many days do I have to submit an expense report after a trip?"
+# Words of the restricted page: none of them may reach a caller who is not an executive.
+SECRET_MARKERS = ("4.2 million", "exec-comp", "Executive compensation")
+
+RESTRICTED = """---
+url: https://hr.example/exec-comp
+title: Executive compensation
+acl: group:executives
+---
+# Executive compensation
+
+The executive bonus pool for 2025 is 4.2 million USD. It is approved by the board in January.
+"""
+PUBLIC = """---
+url: https://hr.example/bonus
+title: Staff bonus
+---
+# Staff bonus
+
+The annual bonus for staff is paid in March. The staff bonus pool is set by the board each year.
+"""
+
+
+def write_hr_corpus(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "exec-comp.md").write_text(RESTRICTED, encoding="utf-8")
+    (folder / "staff-bonus.md").write_text(PUBLIC, encoding="utf-8")
+    return folder
+
+
+def server_env(root: Path, examples: Path, **extra: str) -> dict[str, str]:
+    """The served corpus: the examples plus an HR folder with one restricted page."""
+    hr = write_hr_corpus(root / "hr")
+    return {"EVIDENT_CORPUS": os.pathsep.join([str(examples), str(hr)]),
+            "EVIDENT_INDEX_DIR": str(root / "indexes"), **extra}
