@@ -83,7 +83,8 @@ def fts_search(
 
     The embedded index ranks with Tantivy; this is its fallback while the Tantivy directory cannot
     be trusted (e.g. an index opened read-only before its first writable open rebuilt it). It scores
-    single words only: the word-proximity clauses of `ranking.TantivyMirror` have no FTS5 counterpart here.
+    single words only: the word-proximity clauses and the misspelling repairs of `ranking.TantivyMirror`
+    have no FTS5 counterpart here.
     """
     expression = fts_match_expression(text)
     if expression is None or k <= 0:

@@ -25,6 +25,10 @@ from typing import Any
 
 import tantivy
 
+from evident.connectors.index.fts_query import STOPWORDS
+from evident.connectors.index.spelling import REPAIR_WEIGHT, repair
+from evident.conversation.asking import CHAT
+
 # Bumped whenever the schema, analyzer, field text or marker below changes: an older directory is rebuilt.
 # 4: the title is repeated 20 times (index.TITLE_WEIGHT), not 4. 5: word positions (phrase clauses).
 MIRROR_FORMAT = 5
@@ -110,6 +114,7 @@ class TantivyMirror:
         self._analyzer = _analyzer()
         self._index: Any | None = None
         self._writer: Any | None = None
+        self._chat_tokens: frozenset[str] | None = None
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -229,10 +234,9 @@ class TantivyMirror:
         tokens: dict[str, float] = {}
         sequence: list[tuple[str, float]] = []  # the query's tokens in order, for the phrase clauses
         for term in terms:
-            for token in self._analyzer.analyze(term):
-                if token:
-                    tokens[token] = max(tokens.get(token, 0.0), weights.get(term, 1.0))
-                    sequence.append((token, weights.get(term, 1.0)))
+            for token, weight in self._searched_as(term, weights.get(term, 1.0), searcher):
+                tokens[token] = max(tokens.get(token, 0.0), weight)
+                sequence.append((token, weight))
         if not tokens:
             return None
         documents = int(searcher.num_docs)
@@ -246,6 +250,25 @@ class TantivyMirror:
             x = (documents - matching + 0.5) / (matching + 0.5)
             clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(query, _idf_ratio(x) * weight)))
         return tantivy.Query.boolean_query(clauses + self._phrase_clauses(sequence))
+
+    def _searched_as(self, term: str, weight: float, searcher: Any) -> list[tuple[str, float]]:
+        """The index tokens `term` is searched as, with their weights: its own, or, for a word no
+        document holds, the nearest indexed one at REPAIR_WEIGHT (`spelling.repair`)."""
+        own = [(token, weight) for token in self._analyzer.analyze(term) if token]
+        if len(own) != 1 or not term.isalpha() or int(searcher.doc_freq("text", own[0][0])) > 0:
+            return own
+        repaired = repair(own[0][0], lambda candidate: int(searcher.doc_freq("text", candidate)))
+        if repaired is None or repaired in self._unsearchable():
+            return own
+        return [(repaired, weight * REPAIR_WEIGHT)]
+
+    def _unsearchable(self) -> frozenset[str]:
+        """The tokens of stopwords and greeting words: a repair landing on one ("whant" -> "what",
+        "want") would search a word the query analysis deliberately left out."""
+        if self._chat_tokens is None:
+            words = STOPWORDS | CHAT
+            self._chat_tokens = frozenset(token for word in words for token in self._analyzer.analyze(word))
+        return self._chat_tokens
 
     def _phrase_clauses(self, sequence: Sequence[tuple[str, float]]) -> list[tuple[Any, Any]]:
         """A Should clause per distinct pair of consecutive query tokens (see PHRASE_SLOP)."""
