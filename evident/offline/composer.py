@@ -201,6 +201,35 @@ def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
     return COHESION and bool(set(unit_terms(prev.text)) & set(unit_terms(s.text)))
 
 
+def _introduces(s: _Sentence) -> bool:
+    """A question, a label or a title line: it says nothing without the sentence after it."""
+    ends = s.text.rstrip("\"'”’)")
+    return not s.bullet and (ends.endswith(("?", "？", ":")) or not ends.endswith((".", "!", ";", "。", "！")))
+
+
+def _paired(ranked: list[_Sentence], cap: int) -> list[_Sentence]:
+    """`ranked`, reordered so that a question or title line among the first `cap` keeps the
+    sentence after it (its answer, its text) in place of the last-ranked other sentence."""
+    out = list(ranked)
+    by_order = {s.order: s for s in out}
+    for _ in range(cap):
+        head = out[:cap]
+        keep = {s.order for s in head}
+        leads = [s for s in head if _introduces(s) and s.order + 1 in by_order and s.order + 1 not in keep]
+        nxt = next((by_order[s.order + 1] for s in leads if by_order[s.order + 1].passage == s.passage), None)
+        if nxt is None:
+            return out
+        protected = {s.order for s in head if _introduces(s)} | {s.order + 1 for s in head if _introduces(s)}
+        victim = next((s for s in reversed(head) if s.order not in protected and s.passage != 0), None)
+        if victim is None:
+            return out
+        out.remove(nxt)
+        out.insert(out.index(victim), nxt)
+        out.remove(victim)
+        out.insert(cap, victim)
+    return out
+
+
 def _on_topic(sentences: list[_Sentence]) -> list[_Sentence]:
     """The sentences that share a query term, or continue the kept sentence right before them."""
     kept: list[_Sentence] = []
@@ -257,13 +286,22 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     for s in sentences:
         s.tail = s.order > last_relevant.get(s.passage, -1)
     sentences = _on_topic(_unrepeated([s for s in sentences if best[s.passage] >= PASSAGE_RELEVANCE * top]))
+    # A passage is read from its start: when the answer is cut, its first on-topic sentence ranks
+    # with the passage's best one ("If you move to New York State ... you must get a New York State
+    # driver license within 30 days." before "Learn how to exchange your out-of-state driver license").
+    opener: dict[int, _Sentence] = {}
+    for s in sentences:
+        opener.setdefault(s.passage, s)
+    for s in opener.values():
+        if s.relevance > 0:
+            s.carried = max(s.carried, best[s.passage])
     top_relevance = max((s.relevance for s in sentences), default=0.0)
     strong = sum(1 for s in sentences if s.relevance >= STRONG_RELEVANCE * top_relevance)
     whole = sum(1 for s in sentences if s.passage == 0)
     cap = min(MAX_LONG_SENTENCES, max(MAX_SENTENCES, whole, strong))
     while len(sentences) > cap:
-        ranked = sorted(sentences, key=_rank)[:cap]
-        keep = {s.order for s in ranked}
+        ranked = _paired(sorted(sentences, key=_rank), cap)
+        keep = {s.order for s in ranked[:cap]}
         # A continuation whose lead was cut would now follow the wrong sentence.
         sentences = _on_topic([s for s in sentences if s.order in keep])
     # A label with none of its items left would dangle ("Not available for:" and nothing after).

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evident.alignment.models import Passage, SourceDocument
-from evident.offline.scoring import Scorer, under_heading
+from evident.offline.scoring import Scorer, heads_of, under_heading, weighed
 from evident.offline.sentences import CONTINUATIONS
 from evident.offline.units import Unit, analyse
 
@@ -101,6 +101,38 @@ def _grow(
     return first, last
 
 
+def _window(scorer: Scorer, units: Sequence[Unit], d: int, first: int, last: int, anchor: int) -> _Window | None:
+    """The window `units[first..last]` of document `d`, grown from `anchor`, with its score and
+    coverage; None for a heading alone (its text went to other windows: it says nothing by itself)."""
+    span = units[first : last + 1]
+    if all(u.label and u.kind != "row" and u.section < 0 or u.noise for u in span):
+        return None
+    terms = frozenset().union(*(u.terms for u in span if not u.noise))
+    unit_pairs = frozenset().union(*(u.pairs for u in span if not u.noise))
+    # Only the text counts toward the length penalty: a FAQ's question or a list's label in front
+    # of its answer ("How much will I pay?" + "Nothing. We provide...") is what makes it one.
+    n_words = sum(len(u.key) for u in span if not u.label)
+    text = [u for u in span if not u.noise and not u.label]
+    text_terms = frozenset().union(*(u.terms for u in text))
+    own = scorer.raw(text_terms, frozenset().union(*(u.pairs for u in text)))
+    full = scorer.raw(terms, unit_pairs) + under_heading(scorer, units, units[first], d)
+    heads = terms.difference(text_terms) | heads_of(scorer, units, units[first], d)
+    score = weighed(scorer, d, units[anchor].key, full, own, text_terms, heads, n_words)
+    # The heading a window sits under is part of what it says ("I need an extension" above "If
+    # you are out of state..."); above the first heading, that is the page title.
+    section = units[first].section
+    if section >= 0:
+        context = terms | units[section].terms
+    elif units[first].depth >= 1:
+        context = terms | scorer.titles[d][0]
+    else:
+        context = terms
+    return _Window(
+        d, first, last, score, scorer.coverage(context, d), scorer.good(terms),
+        sum(1 for t in scorer.weights if t in terms),
+    )
+
+
 def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[Scorer, list[tuple[Unit, ...]], list[_Window]]:
     """Every candidate window of `documents` for `query`, best score first (ties: document, position)."""
     analysed = [analyse(d.content) for d in documents]
@@ -114,9 +146,11 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[Scorer, l
         for u in doc_units:
             if u.noise:
                 continue
-            raw = scorer.raw(u.terms, u.pairs) + under_heading(scorer, doc_units, u, d)
-            if raw > 0:
-                scores[(d, u.idx)] = raw * scorer.factor(d, u.key, len(u.key))
+            own = scorer.raw(u.terms, u.pairs)
+            full = own + under_heading(scorer, doc_units, u, d)
+            if full > 0:
+                heads = heads_of(scorer, doc_units, u, d)
+                scores[(d, u.idx)] = weighed(scorer, d, u.key, full, own, u.terms, heads, len(u.key))
 
     order = sorted(scores, key=lambda k: (-scores[k], k[0], k[1]))
 
@@ -130,32 +164,10 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[Scorer, l
             continue
         # The best window is the answer's lead: it takes the rest of its paragraph (up to MAX_WINDOW).
         first, last = _grow(units[d], i, used[d], relevant[d], whole=not windows)
-        span = units[d][first : last + 1]
         used[d].update(range(first, last + 1))
-        terms = frozenset().union(*(u.terms for u in span if not u.noise))
-        unit_pairs = frozenset().union(*(u.pairs for u in span if not u.noise))
-        # Only the text counts toward the length penalty: a FAQ's question or a list's label in front
-        # of its answer ("How much will I pay?" + "Nothing. We provide...") is what makes it one.
-        n_words = sum(len(u.key) for u in span if not u.label)
-        if all(u.label and u.kind != "row" and u.section < 0 or u.noise for u in span):
-            continue  # a heading whose text went to other windows says nothing by itself
-        lead = under_heading(scorer, units[d], units[d][first], d)
-        score = (scorer.raw(terms, unit_pairs) + lead) * scorer.factor(d, units[d][i].key, n_words)
-        # The heading a window sits under is part of what it says ("I need an extension" above "If
-        # you are out of state..."); above the first heading, that is the page title.
-        section = units[d][first].section
-        if section >= 0:
-            context = terms | units[d][section].terms
-        elif units[d][first].depth >= 1:
-            context = terms | scorer.titles[d][0]
-        else:
-            context = terms
-        windows.append(
-            _Window(
-                d, first, last, score, scorer.coverage(context, d), scorer.good(terms),
-                sum(1 for t in scorer.weights if t in terms),
-            )
-        )
+        w = _window(scorer, units[d], d, first, last, i)
+        if w is not None:
+            windows.append(w)
     windows.sort(key=lambda w: (-w.score, w.doc, w.first))
     return scorer, units, windows
 

@@ -10,7 +10,7 @@ from evident.alignment.models import SourceDocument
 from evident.offline.terms import ENTITY_WEIGHT, entity_keys, pairs, query_terms, scenario_keys, unit_terms
 from evident.offline.units import Doc, Unit
 
-__all__ = ["Scorer", "is_superseded", "under_heading"]
+__all__ = ["Scorer", "heads_of", "is_superseded", "under_heading", "weighed"]
 
 # A query term is "good" (specific enough to anchor an answer) when its IDF reaches this share of the
 # IDF of a term seen in a single sentence.
@@ -145,3 +145,30 @@ def under_heading(scorer: Scorer, units: Sequence[Unit], u: Unit, doc: int) -> f
     head = units[u.section]
     # Only what the unit does not already say: a heading repeating the unit's words adds nothing.
     return HEADING_SHARE * scorer.raw(head.terms, head.pairs) * HEADING_DECAY ** max(0, u.depth - 1)
+
+
+# The share of a score that a heading (the section heading, the page title above the first heading,
+# or a label in the window) adds escapes LONG_UNIT_WORDS' penalty when the heading matches the
+# question at least as well as the text does (docs/evaluation.md, rule 34).
+HEADING_ESCAPES_LENGTH = True
+
+
+def weighed(
+    scorer: Scorer, doc: int, key: tuple[str, ...], full: float, own: float,
+    text: frozenset[str], heads: frozenset[str], n_words: int,
+) -> float:
+    """`full` (the text's `own` match plus what its heading adds) times every `Scorer.factor`; but
+    when the heading's terms (`heads`) match the question at least as well as the text's (`text`),
+    what the heading adds is not cut for the text's length: the heading asks the question ("How do I
+    avoid an insurance lapse?"), and the text under it (a FAQ answer that HTML extraction made one
+    run-on list) is long by its nature, it did not match by sheer size."""
+    added = full - own if HEADING_ESCAPES_LENGTH and scorer.matched(heads) >= scorer.matched(text) else 0.0
+    return (full - added) * scorer.factor(doc, key, n_words) + added * scorer.factor(doc, key, 0)
+
+
+def heads_of(scorer: Scorer, units: Sequence[Unit], u: Unit, doc: int) -> frozenset[str]:
+    """The terms of the heading `u` sits under (the page title above the first heading; none for
+    a heading itself)."""
+    if u.section >= 0:
+        return units[u.section].terms
+    return scorer.titles[doc][0] if u.depth >= 1 else frozenset()

@@ -357,3 +357,35 @@ def test_a_line_kept_only_after_a_dropped_label_goes_with_it() -> None:
     assert "You can apply for SSI benefits online or at a local office." in shown
     assert not any(s.startswith("An adult with a disability") for s in shown)
     assert "Call the office." not in shown
+
+
+def test_a_passage_is_read_from_its_first_on_topic_sentence() -> None:
+    # When the answer is cut, a passage's opening sentence ranks with its best one: the reader gets
+    # "If you move ... within 30 days." rather than only the link line after it.
+    query = "How do I exchange my out-of-state driver license?"
+    decisions = [
+        decision("p1", POLICY, "You can exchange a New York State driver license for a non-driver ID card. "
+                               "You must apply by mail or in a DMV office."),
+        decision("p2", BILLING, "If you are from another state, see how to exchange your out-of-state driver license."),
+        decision("p3", LIMITS, "If you move to New York State, you must get a New York State driver license "
+                               "within 30 days. Learn how to exchange your out-of-state driver license."),
+    ]
+    shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
+    assert "If you move to New York State, you must get a New York State driver license within 30 days." in shown
+    assert len(shown) == 4
+
+
+def test_a_question_is_shown_with_its_answer() -> None:
+    # A FAQ question (or a title line) kept when the answer is cut says nothing without the sentence
+    # after it: that sentence takes the place of the last-ranked other one.
+    query = "What does family coverage cost for a child?"
+    decisions = [
+        decision("p1", POLICY, "Family coverage is offered for the spouse and each child of a service member. "
+                               "Coverage starts on the first day of service."),
+        decision("p2", BILLING, "Family coverage for a spouse costs more with age. "
+                                "A child of a spouse is covered too."),
+        decision("p3", LIMITS, "What does coverage cost for a child?\nThere is no charge until the age of 18."),
+    ]
+    shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
+    assert shown[-2:] == ["What does coverage cost for a child?", "There is no charge until the age of 18."]
+    assert len(shown) == 4

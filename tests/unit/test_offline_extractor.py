@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evident.alignment.models import SourceDocument
+from evident.offline import scoring
 from evident.offline.extractor import extract_passages
+from evident.offline.scoring import Scorer, weighed
 from evident.offline.sentences import split_sentences
+from evident.offline.units import analyse
 
 NAV = "Acme Help Center › {section}\nEdit | History | Watch\n\nLast edited by Sam Ortiz on 12 May 2025\n\n"
 FOOTER = (
@@ -374,3 +378,54 @@ def test_a_short_passage_is_not_cited_on_every_page_that_holds_it() -> None:
     passages = extract_passages("Are refunds available?", [faq, other], max_passages=1)
     assert [p.content for p in passages] == ["Refunds available."]
     assert [p.url for p in passages] == [faq.url]
+
+
+LAPSE_FAQ = (
+    "Insurance requirements\n\nHow do I avoid an insurance lapse?\n"
+    "Remember this simple rule: no insurance, no plates! keep the address for your vehicle registration "
+    "and driver license current with the DMV have liability coverage in effect for the entire time the "
+    "vehicle is registered turn in the plates before you cancel the coverage keep the proof of the plate "
+    "surrender and the receipt call the insurance company if you do not receive a renewal notice before "
+    "the policy ends and never drive a vehicle whose coverage ended even for a short trip to the store "
+    "keep a copy of your insurance card in the vehicle at all times show it to a police officer who asks "
+    "for it and bring it to the DMV office when you register the vehicle or renew the registration online\n"
+)
+LAPSE_DEFINITION = (
+    "An insurance lapse means that there is no liability insurance coverage for a vehicle registered in "
+    "New York State. Each day of an insurance lapse can be fined.\n\n"
+    "Your insurance company tells the DMV when your coverage ends. Plates are issued by the DMV.\n"
+)
+
+
+def test_a_heading_that_asks_the_question_lends_its_score_to_a_long_answer() -> None:
+    # Rule 33: the FAQ answer that HTML extraction made one run-on list is long by its nature; the
+    # heading above it asks what the user asks, and that part of its score is not cut for length.
+    docs = [
+        SourceDocument(url="https://dmv.example/lapse", content=LAPSE_DEFINITION),
+        SourceDocument(url="https://dmv.example/faq", content=LAPSE_FAQ),
+    ]
+    passages = extract_passages("How is it possible to avoid a lapse in insurance?", docs)
+    assert passages[0].url == "https://dmv.example/faq"
+    assert passages[0].content.startswith("Remember this simple rule: no insurance, no plates!")
+
+
+def test_without_the_rule_the_long_answer_loses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scoring, "HEADING_ESCAPES_LENGTH", False)
+    docs = [
+        SourceDocument(url="https://dmv.example/lapse", content=LAPSE_DEFINITION),
+        SourceDocument(url="https://dmv.example/faq", content=LAPSE_FAQ),
+    ]
+    assert extract_passages("How is it possible to avoid a lapse in insurance?", docs)[0].url != docs[1].url
+
+
+def test_a_heading_matching_less_than_its_text_does_not_escape_the_length_penalty() -> None:
+    # A heading that names the topic the long text already names ("Upgrading to Flow 5" above text
+    # about Flow 5) adds nothing the text does not say: the text's length counts for all of it.
+    doc = SourceDocument(url="KB-1", content="## Flow upgrade\n\n" + " ".join(["Flow upgrade steps."] * 30))
+    scorer = Scorer("How do I upgrade Flow?", [analyse(doc.content)], [doc])
+    text = frozenset({"flow", "upgrad", "step"})
+    full, own = 10.0, 6.0
+    penalised = full * scorer.factor(0, ("k",), 90)
+    assert weighed(scorer, 0, ("k",), full, own, text, frozenset({"flow"}), 90) == penalised
+    asking = weighed(scorer, 0, ("k",), full, own, frozenset({"step"}), frozenset({"flow", "upgrad"}), 90)
+    assert asking == pytest.approx(own * scorer.factor(0, ("k",), 90) + (full - own) * scorer.factor(0, ("k",), 0))
