@@ -53,6 +53,9 @@ def stem(word: str) -> str:
     w = word
     if len(w) <= 3 or not w.isalpha():
         return w
+    # An adverb meets its adjective: "upgrade directly" / "direct upgrades" (not "family", "supply").
+    if w.endswith("ly") and len(w) >= 7:
+        w = w[:-2]
     # US and UK spellings meet: itemized/itemised, organization/organisation.
     if "iz" in w and w.endswith(("ize", "izes", "ized", "izing", "ization", "izations")):
         w = w[: w.rindex("iz")] + "is" + w[w.rindex("iz") + 2 :]

@@ -36,12 +36,17 @@ class _Sentence:
     passage: int
     order: int
     urls: list[str] = field(default_factory=list)
+    # A table row's first cell: the thing the row is about ("TF-2202" in "TF-2202 | Authentication failed").
+    key: str | None = None
     relevance: float = 0.0
     parent: int | None = None
     # A continuation ranks with the sentence it continues when the answer must be cut.
     carried: float = 0.0
     # After the last sentence of its passage that shares a question word.
     tail: bool = False
+    # One of the sentences (at least STRONG_RELEVANCE as on-topic as the best) the answer was made
+    # longer than MAX_SENTENCES for: kept before the others of later passages.
+    strong: bool = False
 
 
 def answer_coverage(query: str, text: str) -> float:
@@ -135,6 +140,9 @@ def _units(part: str) -> list[tuple[str, Kind]]:
     return out
 
 
+_TABLE_RULE = "|-: \t"
+
+
 def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
     """Citable units of the quotes, in order, with duplicates merged under all their URLs."""
     out: list[_Sentence] = []
@@ -142,7 +150,8 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
     for p, decision in enumerate(decisions):
         last_label: int | None = None
         for part in decision.quote.split(QUOTE_JOINER):
-            for raw, kind in _units(part):
+            units = _units(part)
+            for i, (raw, kind) in enumerate(units):
                 if kind in ("heading", "fence", "rule") or is_noise(raw, kind):
                     continue
                 bullet = kind in ("item", "row", "code")
@@ -158,6 +167,10 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
                     continue
                 label = not bullet and text.endswith(":")
                 sentence = _Sentence(text, bullet, label, p, len(out), [decision.url])
+                # A header row (the one above the |---| line) names the columns, not a thing.
+                header = i + 1 < len(units) and not units[i + 1][0].strip(_TABLE_RULE)
+                if kind == "row" and "|" in text and not header:
+                    sentence.key = text.split("|", 1)[0]
                 sentence.parent = last_label if bullet else None
                 if label:
                     last_label = sentence.order
@@ -174,9 +187,9 @@ PASSAGE_DECAY = 0.7
 COHESION = True
 
 
-def _rank(s: _Sentence) -> tuple[bool, float, int]:
+def _rank(s: _Sentence) -> tuple[bool, bool, float, int]:
     # The first passage is the extractor's best window: it is cut last.
-    return (s.passage != 0, -max(s.relevance, s.carried) * PASSAGE_DECAY ** s.passage, s.order)
+    return (s.passage != 0, not s.strong, -max(s.relevance, s.carried) * PASSAGE_DECAY ** s.passage, s.order)
 
 
 def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
@@ -199,35 +212,6 @@ def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
     # Lexical cohesion: the next sentence of the same paragraph that takes up one of its words
     # ("... using the form VS-118. Complete the form and mail it ...").
     return COHESION and bool(set(unit_terms(prev.text)) & set(unit_terms(s.text)))
-
-
-def _introduces(s: _Sentence) -> bool:
-    """A question, a label or a title line: it says nothing without the sentence after it."""
-    ends = s.text.rstrip("\"'”’)")
-    return not s.bullet and (ends.endswith(("?", "？", ":")) or not ends.endswith((".", "!", ";", "。", "！")))
-
-
-def _paired(ranked: list[_Sentence], cap: int) -> list[_Sentence]:
-    """`ranked`, reordered so that a question or title line among the first `cap` keeps the
-    sentence after it (its answer, its text) in place of the last-ranked other sentence."""
-    out = list(ranked)
-    by_order = {s.order: s for s in out}
-    for _ in range(cap):
-        head = out[:cap]
-        keep = {s.order for s in head}
-        leads = [s for s in head if _introduces(s) and s.order + 1 in by_order and s.order + 1 not in keep]
-        nxt = next((by_order[s.order + 1] for s in leads if by_order[s.order + 1].passage == s.passage), None)
-        if nxt is None:
-            return out
-        protected = {s.order for s in head if _introduces(s)} | {s.order + 1 for s in head if _introduces(s)}
-        victim = next((s for s in reversed(head) if s.order not in protected and s.passage != 0), None)
-        if victim is None:
-            return out
-        out.remove(nxt)
-        out.insert(out.index(victim), nxt)
-        out.remove(victim)
-        out.insert(cap, victim)
-    return out
 
 
 def _on_topic(sentences: list[_Sentence]) -> list[_Sentence]:
@@ -260,6 +244,49 @@ def _unrepeated(sentences: list[_Sentence]) -> list[_Sentence]:
     ]
 
 
+def _named_rows(sentences: list[_Sentence], query: str) -> list[_Sentence]:
+    """Without the table rows about something else than the row the question names: asked about
+    "error TF-2202", the rows of TF-2301 and TF-2401 share only their columns' words ("The pipeline
+    stops") with the question. A row is named when every word of its first cell is in the question;
+    the other rows of a passage (one table window) go only when one of its rows is named."""
+    asked = set(unit_terms(query))
+
+    def named(s: _Sentence) -> bool | None:
+        keys = set(unit_terms(s.key)) if s.key is not None else set()
+        return (keys <= asked) if keys else None
+
+    tables = {s.passage for s in sentences if named(s)}
+    return [s for s in sentences if s.passage not in tables or named(s) is not False]
+
+
+def _open(s: _Sentence) -> bool:
+    """`s` does not end like a sentence: a question, a title or a label, which the next sentence answers."""
+    ends = s.text.rstrip("\"'”’)")
+    return ends.endswith((":", "?", "？")) or not ends.endswith((".", "!", ";", "。", "！"))
+
+
+def _best(sentences: list[_Sentence], cap: int) -> set[int]:
+    """The orders of the `cap` best-ranked sentences. A question, title or label is kept only with the
+    sentence of its passage right after it ("Can I use the GI Bill for a second degree?" "Yes.";
+    "Apply With Your Local Office" and its first sentence): shown alone it promises an answer the
+    reader does not get. Such a pair may take the last place and one more, up to MAX_LONG_SENTENCES."""
+    following = {s.order - 1: s for s in sentences}
+    keep: set[int] = set()
+    for s in sorted(sentences, key=_rank):
+        if len(keep) >= cap:
+            break
+        if s.order in keep:
+            continue
+        group = [s]
+        answer = following.get(s.order)
+        if not s.bullet and _open(s) and answer is not None and answer.passage == s.passage:
+            group.append(answer)
+        room = cap if len(group) == 1 else max(cap, min(MAX_LONG_SENTENCES, cap + 1))
+        if len(keep) + len(group) <= room:
+            keep.update(g.order for g in group)
+    return keep
+
+
 def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     """Usually MAX_SENTENCES (up to MAX_LONG_SENTENCES, see there), preferring those that share query
     terms, kept in source order."""
@@ -285,7 +312,9 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
             last_relevant[s.passage] = s.order
     for s in sentences:
         s.tail = s.order > last_relevant.get(s.passage, -1)
-    sentences = _on_topic(_unrepeated([s for s in sentences if best[s.passage] >= PASSAGE_RELEVANCE * top]))
+    sentences = _on_topic(
+        _named_rows(_unrepeated([s for s in sentences if best[s.passage] >= PASSAGE_RELEVANCE * top]), query)
+    )
     # A passage is read from its start: when the answer is cut, its first on-topic sentence ranks
     # with the passage's best one ("If you move to New York State ... you must get a New York State
     # driver license within 30 days." before "Learn how to exchange your out-of-state driver license").
@@ -299,11 +328,18 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     strong = sum(1 for s in sentences if s.relevance >= STRONG_RELEVANCE * top_relevance)
     whole = sum(1 for s in sentences if s.passage == 0)
     cap = min(MAX_LONG_SENTENCES, max(MAX_SENTENCES, whole, strong))
+    # An answer made longer for its strong sentences keeps those: a weaker sentence of an earlier
+    # passage does not take the place of one the answer was lengthened for.
+    if strong > max(MAX_SENTENCES, whole):
+        for s in sentences:
+            s.strong = s.relevance >= STRONG_RELEVANCE * top_relevance
     while len(sentences) > cap:
-        ranked = _paired(sorted(sentences, key=_rank), cap)
-        keep = {s.order for s in ranked[:cap]}
+        keep = _best(sentences, cap)
         # A continuation whose lead was cut would now follow the wrong sentence.
-        sentences = _on_topic([s for s in sentences if s.order in keep])
+        trimmed = _on_topic([s for s in sentences if s.order in keep])
+        if len(trimmed) == len(sentences):
+            break  # a question and its answer took the last place and one more
+        sentences = trimmed
     # A label with none of its items left would dangle ("Not available for:" and nothing after).
     # A label sharing no word with the question ("Breaking changes:") would open the answer's next
     # paragraph off-topic: its items stand as bullets without it.

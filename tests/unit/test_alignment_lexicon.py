@@ -39,6 +39,14 @@ def test_the_support_check_and_the_offline_engine_share_the_stemmer() -> None:
     assert stem("submitted") == stem("submit") and stem("itemised") == stem("itemized")
 
 
+def test_an_adverb_meets_its_adjective() -> None:
+    # "Can we upgrade directly?" is answered by "direct upgrades are not supported".
+    assert stem("directly") == stem("direct") and stem("quickly") == stem("quick")
+    assert stem("monthly") == stem("month")
+    # Short words ending in -ly are not adverbs of a shorter word.
+    assert stem("family") == "family" and stem("supply") == "supply" and stem("weekly") != stem("week")
+
+
 def test_one_preface_for_the_composer_the_prompt_and_verify() -> None:
     written = preface("How do I reset my password?")
     assert written.startswith(PREFACE + " ") and written.endswith(PREFACE_TAIL)

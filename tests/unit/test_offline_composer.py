@@ -377,7 +377,7 @@ def test_a_passage_is_read_from_its_first_on_topic_sentence() -> None:
 
 def test_a_question_is_shown_with_its_answer() -> None:
     # A FAQ question (or a title line) kept when the answer is cut says nothing without the sentence
-    # after it: that sentence takes the place of the last-ranked other one.
+    # after it: the pair takes the last place and one more (never past MAX_LONG_SENTENCES).
     query = "What does family coverage cost for a child?"
     decisions = [
         decision("p1", POLICY, "Family coverage is offered for the spouse and each child of a service member. "
@@ -388,4 +388,4 @@ def test_a_question_is_shown_with_its_answer() -> None:
     ]
     shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
     assert shown[-2:] == ["What does coverage cost for a child?", "There is no charge until the age of 18."]
-    assert len(shown) == 4
+    assert len(shown) == 5

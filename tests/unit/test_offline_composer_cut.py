@@ -1,0 +1,66 @@
+"""Offline composer: which sentences an answer keeps when it must be cut (docs/evaluation.md, rules 33-36)."""
+
+from __future__ import annotations
+
+from evident.alignment.models import AlignmentDecision
+from evident.offline.composer import compose_answer
+from tests.unit.test_offline_composer import assert_grounded, cited_sentences, decision
+
+DOCS = "https://docs.acme.example/errors"
+CONFIG = "https://docs.acme.example/configuration"
+FAQ = "https://benefits.acme.example/faq"
+RESUME = "Look at the dead-letter queue records before you resume the pipeline, or it will stop again."
+THRESHOLD = "The stop threshold keeps a pipeline from silently sending every record to the dead-letter queue."
+
+
+def shown(query: str, decisions: list[AlignmentDecision]) -> list[str]:
+    answer = compose_answer(query, decisions)
+    assert_grounded(answer, decisions)
+    return [s for s, _ in cited_sentences(answer)]
+
+
+def test_an_answer_lengthened_for_its_strong_sentences_keeps_them() -> None:
+    # Five sentences hold most of the question's words, so the answer is five long; the table row of
+    # the second passage, less on-topic, does not take the place of the fifth of them.
+    query = "Why does Flow stop a pipeline when too many records end up in the dead-letter queue?"
+    decisions = [
+        decision("p1", DOCS, "Flow sends a failed record to the dead-letter queue or stops the pipeline."),
+        decision("p2", DOCS, "| E1 | Record timed out | The record goes to the dead-letter queue |\n"
+                             "| E2 | Threshold exceeded | The pipeline stops |"),
+        decision("p3", DOCS, RESUME),
+        decision("p4", CONFIG, "The dlq command shows the dead-letter queue records of a stopped pipeline."),
+        decision("p5", CONFIG, "After the last try, the record goes to the dead-letter queue or the pipeline stops."),
+        decision("p6", CONFIG, THRESHOLD),
+    ]
+    sentences = shown(query, decisions)
+    assert len(sentences) == 5
+    assert THRESHOLD in sentences
+    assert not any(s.startswith("E1 |") for s in sentences)
+
+
+def test_table_rows_about_another_thing_than_the_one_asked_are_left_out() -> None:
+    table = ("| E-2202 | Login to the sink failed | The pipeline stops |\n"
+             "| E-2301 | Permission denied | The pipeline stops |\n"
+             "| E-2401 | TLS handshake failed | The pipeline stops |")
+    named = shown("Our pipeline stopped with error E-2202. How do we fix it?", [decision("p1", DOCS, table)])
+    assert named == ["E-2202 | Login to the sink failed | The pipeline stops"]
+    # A question naming no row keeps the rows that share its words.
+    assert len(shown("Which errors stop the pipeline?", [decision("p1", DOCS, table)])) == 3
+    # The header row names the columns, not a thing: it stays with the named row.
+    headed = "| Error | What stops |\n|---|---|\n" + table
+    named = shown("Which pipeline error stops at E-2301?", [decision("p1", DOCS, headed)])
+    assert named == ["Error | What stops", "E-2301 | Permission denied | The pipeline stops"]
+
+
+def test_a_question_on_the_page_is_kept_only_with_its_answer() -> None:
+    query = "Can I use my GI Bill benefits for classes after my first degree?"
+    best = ("After your first degree, you can use any GI Bill benefits left to pay for classes. "
+            "GI Bill benefits also pay for classes online. Your degree classes count too.")
+    decisions = [
+        decision("p1", FAQ, best),
+        decision("p2", FAQ, "Can I use the GI Bill to pay for classes toward more than one degree?\n\nYes."),
+        decision("p3", FAQ, "You can use your GI Bill benefits for classes in many ways."),
+    ]
+    sentences = shown(query, decisions)
+    question = sentences.index("Can I use the GI Bill to pay for classes toward more than one degree?")
+    assert sentences[question + 1] == "Yes."
