@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from evident.connectors.index.fts_query import query_terms
 from evident.connectors.index.embedded import LocalIndex
+from evident.connectors.index.fts_query import query_terms
 from evident.connectors.index.ranking import _TIE_MARGIN
 
 
@@ -24,9 +24,13 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> LocalIndex:
     records = []
     # Identical pages score identically: more of them than the tie margin, in shuffled URL order.
     for i in sorted(range(_TIE_MARGIN + 20), key=lambda i: (i * 37) % 101):
-        records.append({"url": f"https://d/same/{i:03d}", "title": "Deploy guide", "text": "Deploy with flowctl deploy."})
+        records.append(
+            {"url": f"https://d/same/{i:03d}", "title": "Deploy guide", "text": "Deploy with flowctl deploy."}
+        )
     for i in range(5):  # a small tie group
-        records.append({"url": f"https://d/pair/{4 - i}", "title": "Rollback", "text": "Rollback with flowctl rollback now."})
+        records.append(
+            {"url": f"https://d/pair/{4 - i}", "title": "Rollback", "text": "Rollback with flowctl rollback now."}
+        )
     for i in range(30):
         records.append({"url": f"https://d/other/{i}", "title": f"Page {i}",
                         "text": " ".join(["deploy"] * (i % 4 + 1) + ["rollback"] * (i % 3) + [f"word{i}"] * 5)})
@@ -36,7 +40,9 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> LocalIndex:
     return idx
 
 
-@pytest.mark.parametrize("query", ["deploy", "rollback", "flowctl", "deploy rollback", "word3 deploy", "nothing-here", "page 7"])
+@pytest.mark.parametrize(
+    "query", ["deploy", "rollback", "flowctl", "deploy rollback", "word3 deploy", "nothing-here", "page 7"]
+)
 @pytest.mark.parametrize("k", [1, 3, 8, 20, 200])
 def test_search_equals_the_reference_including_ties(index: LocalIndex, query: str, k: int) -> None:
     found = [(doc.url, score) for doc, score in index.search(query, k)]

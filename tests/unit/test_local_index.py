@@ -16,13 +16,14 @@ from langchain_core.documents import Document
 
 from evident.alignment.models import SourceDocument
 from evident.connectors.base import to_langchain_document, to_source_document
-from evident.connectors.index.fts_query import MAX_TERMS, fts_match_expression
 from evident.connectors.index.embedded import IndexFileError, IndexStats, LocalIndex, default_index_path
+from evident.connectors.index.fts_query import MAX_TERMS, fts_match_expression
 from evident.connectors.index.loaders import CorpusError
 from evident.connectors.index.retriever import LocalCorpusRetriever
 
 DOCS = {
-    "vacation.md": "---\nurl: https://wiki/vacation\n---\n# Vacation policy\n\nEmployees receive 25 vacation days per year. "
+    "vacation.md": "---\nurl: https://wiki/vacation\n---\n# Vacation policy\n\n"
+    "Employees receive 25 vacation days per year. "
     "Unused vacation days carry over until March.\n",
     "expenses.md": "---\nurl: https://wiki/expenses\n---\n# Expenses\n\nSubmit expense reports within 30 days. "
     "Receipts are required for every expense above 20 euros.\n",
@@ -356,7 +357,10 @@ def test_retriever_opens_lazily_and_is_thread_safe(tmp_path: Path, corpus: Path)
     retriever = LocalCorpusRetriever(index_path=index_path, k=1)
     assert retriever._index is None
     found: list[str] = []
-    threads = [threading.Thread(target=lambda: found.append(retriever.invoke("expense")[0].metadata["url"])) for _ in range(6)]
+    def ask() -> None:
+        found.append(retriever.invoke("expense")[0].metadata["url"])
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -384,7 +388,9 @@ def test_fields_win_over_colliding_metadata_and_foreign_documents_convert() -> N
     doc = SourceDocument(url="https://real", content="c", metadata={"url": "https://evil"})
     assert to_langchain_document(doc).metadata["url"] == "https://real"
     # LangChain's own loaders put the location in "source".
-    foreign = Document(page_content="text", metadata={"source": "https://site/page", "page": 3, "content_hash": "stale"})
+    foreign = Document(
+        page_content="text", metadata={"source": "https://site/page", "page": 3, "content_hash": "stale"}
+    )
     converted = to_source_document(foreign, source="web")
     assert (converted.url, converted.source, converted.metadata) == ("https://site/page", "web", {"page": 3})
     assert converted.content_hash != "stale"

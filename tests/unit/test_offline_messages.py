@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from evident.alignment.models import AlignmentDecision, SourceDocument
-from evident.connectors.index.fts_query import weighted_terms
 from evident.connectors.index.embedded import LocalIndex
+from evident.connectors.index.fts_query import weighted_terms
 from evident.conversation.asking import SCENARIO_WEIGHT, message_parts, message_words
 from evident.offline.composer import MAX_LONG_SENTENCES, MAX_SENTENCES, compose_answer
 from evident.offline.extractor import MIN_COVERAGE, address_score, extract_passages
@@ -64,7 +64,8 @@ def test_a_rare_request_word_no_longer_outranks_the_topic(tmp_path: Path) -> Non
     corpus.write_text(
         '{"url": "KB-1", "title": "Contact", "text": "Hello! Questions regarding anything? We are happy to help."}\n'
         '{"url": "KB-2", "title": "Parental leave", "text": "Parental leave lasts 16 weeks at full pay."}\n'
-        '{"url": "KB-3", "title": "Annual leave", "text": "Annual leave is 25 days. Leave requests go to your manager."}\n',
+        '{"url": "KB-3", "title": "Annual leave", '
+        '"text": "Annual leave is 25 days. Leave requests go to your manager."}\n',
         encoding="utf-8")
     with LocalIndex(tmp_path / "i.sqlite3") as index:
         index.add_corpus(corpus)
