@@ -44,13 +44,15 @@ class _Window:
     coverage: float
     good: bool
     matched: int
+    # The last unit quoted: `last`, or past it the sentences that read on from it (`_grow`).
+    end: int
 
 
 def _grow(
     units: Sequence[Unit], anchor: int, used: set[int], relevant: set[int], whole: bool = False
-) -> tuple[int, int]:
+) -> tuple[int, int, int]:
     """Extend the anchor unit to a window of consecutive units that continue it (`whole`: every
-    prose unit of its paragraph does)."""
+    prose unit of its paragraph does): its first and last scored unit, and the last unit it quotes."""
     a = units[anchor]
     first = last = anchor
     count = 1
@@ -73,37 +75,57 @@ def _grow(
             cap = MAX_LABELLED_WINDOW
     if a.label:
         cap = MAX_LABELLED_WINDOW
-    j = last + 1
-    while count < cap and j < len(units):
-        # Separators and fences (noise) ride along only when a real unit after them joins the window.
-        k = j
-        while k < len(units) and units[k].noise and k - j < 2 and k not in used:
-            k += 1
-        if k >= len(units) or k in used or units[k].noise or any(x in used for x in range(j, k)):
-            break
-        nxt = units[k]
-        tail = units[last]
-        # A new section or paragraph is a new thought: it gets its own window unless a label leads into it.
-        if nxt.kind == "heading" or (not tail.label and any(units[x].new_paragraph for x in range(j, k + 1))):
-            break
-        continues = (
-            k in relevant
-            or (whole and nxt.kind == "prose")
-            or tail.label
-            or (nxt.kind == tail.kind and nxt.kind in ("item", "row") and units[first].label)
-            or (nxt.kind == "prose" and nxt.first_word in CONTINUATIONS)
-        )
-        if not continues:
+    while count < cap:
+        k = _follows(units, first, last, used, relevant, whole)
+        if k is None:
             break
         last = k
         count += 1
-        j = k + 1
-    return first, last
+    # Past its length, the window still reads on into a sentence that opens by taking it up ("However,
+    # you probably won't...", "Here are some suggestions."): cut before it, the quote stops mid-thought.
+    # Only the window's own units score (docs/evaluation.md, rule 40).
+    end = last
+    while count < MAX_LABELLED_WINDOW:
+        k = _follows(units, first, end, used, relevant, whole)
+        if k is None or units[k].kind != "prose" or units[k].first_word not in CONTINUATIONS:
+            break
+        end = k
+        count += 1
+    return first, last, end
 
 
-def _window(scorer: Scorer, units: Sequence[Unit], d: int, first: int, last: int, anchor: int) -> _Window | None:
-    """The window `units[first..last]` of document `d`, grown from `anchor`, with its score and
-    coverage; None for a heading alone (its text went to other windows: it says nothing by itself)."""
+def _follows(
+    units: Sequence[Unit], first: int, last: int, used: set[int], relevant: set[int], whole: bool
+) -> int | None:
+    """The unit after the window `units[first..last]` that continues it, if any."""
+    j = last + 1
+    # Separators and fences (noise) ride along only when a real unit after them joins the window.
+    k = j
+    while k < len(units) and units[k].noise and k - j < 2 and k not in used:
+        k += 1
+    if k >= len(units) or k in used or units[k].noise or any(x in used for x in range(j, k)):
+        return None
+    nxt = units[k]
+    tail = units[last]
+    # A new section or paragraph is a new thought: it gets its own window unless a label leads into it.
+    if nxt.kind == "heading" or (not tail.label and any(units[x].new_paragraph for x in range(j, k + 1))):
+        return None
+    continues = (
+        k in relevant
+        or (whole and nxt.kind == "prose")
+        or tail.label
+        or (nxt.kind == tail.kind and nxt.kind in ("item", "row") and units[first].label)
+        or (nxt.kind == "prose" and nxt.first_word in CONTINUATIONS)
+    )
+    return k if continues else None
+
+
+def _window(
+    scorer: Scorer, units: Sequence[Unit], d: int, first: int, last: int, anchor: int, end: int | None = None
+) -> _Window | None:
+    """The window `units[first..last]` of document `d`, grown from `anchor` and quoted to `end` (by
+    default `last`), with its score and coverage; None for a heading alone (its text went to other
+    windows: it says nothing by itself)."""
     span = units[first : last + 1]
     if all(u.label and u.kind != "row" and u.section < 0 or u.noise for u in span):
         return None
@@ -129,7 +151,7 @@ def _window(scorer: Scorer, units: Sequence[Unit], d: int, first: int, last: int
         context = terms
     return _Window(
         d, first, last, score, scorer.coverage(context, d), scorer.good(terms),
-        sum(1 for t in scorer.weights if t in terms),
+        sum(1 for t in scorer.weights if t in terms), last if end is None else end,
     )
 
 
@@ -163,9 +185,9 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[Scorer, l
         if i in used[d]:
             continue
         # The best window is the answer's lead: it takes the rest of its paragraph (up to MAX_WINDOW).
-        first, last = _grow(units[d], i, used[d], relevant[d], whole=not windows)
-        used[d].update(range(first, last + 1))
-        w = _window(scorer, units[d], d, first, last, i)
+        first, last, end = _grow(units[d], i, used[d], relevant[d], whole=not windows)
+        used[d].update(range(first, end + 1))
+        w = _window(scorer, units[d], d, first, last, i, end)
         if w is not None:
             windows.append(w)
     windows.sort(key=lambda w: (-w.score, w.doc, w.first))
@@ -193,7 +215,9 @@ def extract_passages(
     """Verbatim sentence windows from `documents` (in retrieval rank order) relevant to `query`.
 
     Each passage is `document.content[start:end]` for a window of at most ~3 consecutive units
-    (5 for a label or table header with its list or rows), ids "p1", "p2", ... in score order
+    (5 for a label or table header with its list or rows; past them, up to 5, the sentences that
+    read on from it with "However", "This", ...), a lower-ranked window that opens the same paragraph
+    right before it joined in front (`_joined`), ids "p1", "p2", ... in score order
     (ties: document order, then position); at most `max_per_document` per document, never
     overlapping; then the same text on other retrieved pages, cited there too (`_with_copies`; these
     copies do not count toward `max_passages`).
@@ -210,12 +234,11 @@ def extract_passages(
     if best is None:
         return []
 
-    passages: list[Passage] = []
+    chosen: list[tuple[int, int, int]] = []  # (document, first unit, last unit), best first
     per_doc: dict[int, int] = {}
-    pieces: list[list[str]] = []
     for w in windows:
         # The windows skipped below are drops.OFFLINE_CAP (nothing is recorded per window).
-        if len(passages) >= max_passages:
+        if len(chosen) >= max_passages:
             break
         if w is not best and (
             w.coverage < min_coverage * SECONDARY_COVERAGE_RATIO
@@ -227,14 +250,39 @@ def extract_passages(
         if per_doc.get(w.doc, 0) >= max_per_document:
             continue
         per_doc[w.doc] = per_doc.get(w.doc, 0) + 1
-        doc = documents[w.doc]
-        start, end = units[w.doc][w.first].start, units[w.doc][w.last].end
+        chosen.append((w.doc, w.first, w.end))
+
+    passages: list[Passage] = []
+    pieces: list[list[str]] = []
+    for d, first, last in _joined(chosen, units):
+        doc = documents[d]
+        start, end = units[d][first].start, units[d][last].end
         passages.append(Passage(passage_id=f"p{len(passages) + 1}", url=doc.url, content=doc.content[start:end]))
-        span = units[w.doc][w.first : w.last + 1]
+        span = units[d][first : last + 1]
         sentences = [doc.content[u.start : u.end] for u in span if not u.noise and len(u.key) >= COPY_MIN_WORDS]
         whole = [passages[-1].content] if sum(len(u.key) for u in span) >= COPY_MIN_WORDS else []
         pieces.append(whole + sentences)
     return _with_copies(passages, pieces, documents)
+
+
+def _joined(chosen: list[tuple[int, int, int]], units: list[tuple[Unit, ...]]) -> list[tuple[int, int, int]]:
+    """`chosen` windows (best first), each joined by a lower-ranked one that opens its paragraph
+    right before it: the reader gets "Your feedback is important to us. You can submit a complaint..."
+    in the page's order, at the better window's rank, rather than its opening later, cut off from
+    what it introduces (docs/evaluation.md, rule 41). Text after a window stays a passage of its own:
+    appended, it lengthens the lead passage the composer keeps whole (measured: fewer gold answers)."""
+    out: list[tuple[int, int, int]] = []
+    for d, first, last in chosen:
+        for n, (od, ofirst, olast) in enumerate(out):
+            if od != d or last >= ofirst:
+                continue
+            lead = units[d][ofirst]
+            if all(u.noise for u in units[d][last + 1 : ofirst]) and not lead.new_paragraph and not lead.label:
+                out[n] = (d, first, olast)
+                break
+        else:
+            out.append((d, first, last))
+    return out
 
 
 def _with_copies(
