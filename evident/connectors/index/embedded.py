@@ -37,6 +37,7 @@ from evident.connectors.index.loaders import (
     log_skip,
 )
 from evident.connectors.index.mirrored import MirroredStore
+from evident.connectors.index.ranking import title_first
 from evident.connectors.index.store import IndexFileError, WriteLock
 
 __all__ = ["IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index"]
@@ -89,7 +90,8 @@ class LocalIndex(MirroredStore):
     # -- reading -------------------------------------------------------------------------------
 
     def search(self, query: str, k: int = 8) -> list[tuple[SourceDocument, float]]:
-        """The `k` best documents for free text `query`, best first, with positive BM25 scores."""
+        """The `k` best documents for free text `query`, best first, with positive BM25 scores; the
+        page whose title the question names best leads (`ranking.title_first`)."""
         terms, weights = weighted_terms(query)
         if not terms or k <= 0:
             return []
@@ -98,12 +100,12 @@ class LocalIndex(MirroredStore):
             if hits is None:
                 rows = fts_search(self._conn, query, k, columns=_COLUMNS,
                                   title_weight=TITLE_WEIGHT, content_weight=CONTENT_WEIGHT)  # fmt: skip
-                return [(_document(row), float(row[7])) for row in rows]
+                return _title_first(terms, [(_document(row), float(row[7])) for row in rows])
             marks = ", ".join("?" for _ in hits)
             sql = f"SELECT {_COLUMNS} FROM documents WHERE url IN ({marks})"
             found = {row[0]: row for row in self._conn.execute(sql, [url for url, _ in hits])} if hits else {}
         # A url missing here was deleted by another process between the two reads.
-        return [(_document(found[url]), score) for url, score in hits if url in found]
+        return _title_first(terms, [(_document(found[url]), score) for url, score in hits if url in found])
 
     def get(self, url: str) -> SourceDocument | None:
         with self._reading():
@@ -283,6 +285,12 @@ def _origin(root: Path, resolved_root: Path, file: Path) -> str:
 def _dump_metadata(metadata: dict[str, Any]) -> str:
     # Sorted keys make the stored text canonical, so an unchanged document compares equal.
     return json.dumps(metadata, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _title_first(terms: Sequence[str], hits: list[tuple[SourceDocument, float]]) -> list[tuple[SourceDocument, float]]:
+    """`hits` with the page whose title the question names best first (`ranking.title_first`)."""
+    first = title_first(terms, [(doc.title, score) for doc, score in hits])
+    return [hits[first], *hits[:first], *hits[first + 1 :]] if first else hits
 
 
 def _document(row: Sequence[Any]) -> SourceDocument:

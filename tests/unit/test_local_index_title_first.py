@@ -1,0 +1,52 @@
+"""Title first: among the retrieved pages, the one whose title the question names best leads
+(docs/evaluation.md, rule 42)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evident.alignment.models import SourceDocument
+from evident.connectors.index import ranking
+from evident.connectors.index.embedded import _title_first
+from evident.connectors.index.ranking import TITLE_FIRST_BOOST, title_first, title_share
+
+QUESTION = ["apply", "retirement", "benefits"]  # weighted_terms("How do I apply for retirement benefits?")
+
+
+def test_title_share_counts_the_title_words_the_question_holds() -> None:
+    question = frozenset({"apply", "retirement", "benefit"})
+    assert title_share(question, "Apply for Retirement Benefits") == 1.0  # "for" is a stopword
+    assert title_share(question, "Retirement Benefits for Survivors and Spouses") == 0.5
+    assert title_share(question, "Survivors") == 0.0
+    assert title_share(question, "") == 0.0
+
+
+def test_the_page_the_question_names_goes_first_the_others_keep_their_order() -> None:
+    hits = [("Benefits Planner: Survivors", 10.0), ("Retirement Benefits: Other Things", 9.5),
+            ("Apply for Retirement Benefits", 9.0), ("Survivors", 8.0)]
+    assert title_first(QUESTION, hits) == 2
+    docs = [(SourceDocument(url=f"u{i}", title=title, content="text"), score) for i, (title, score) in enumerate(hits)]
+    assert [doc.url for doc, _ in _title_first(QUESTION, docs)] == ["u2", "u0", "u1", "u3"]
+    # Scores stay the BM25 scores: only the order says which page leads.
+    assert [score for _, score in _title_first(QUESTION, docs)] == [9.0, 10.0, 9.5, 8.0]
+
+
+def test_a_title_match_does_not_outweigh_a_much_better_page() -> None:
+    # 9.0 x (1 + TITLE_FIRST_BOOST) < 14: the first page scored far better on its text.
+    assert 9.0 * (1 + TITLE_FIRST_BOOST) < 14.0
+    assert title_first(QUESTION, [("Survivors", 14.0), ("Apply for Retirement Benefits", 9.0)]) == 0
+
+
+@pytest.mark.parametrize("hits", [
+    [("Apply for Retirement Benefits", 9.0), ("Apply for Retirement Benefits (variant 2)", 9.0)],
+    [("Survivors", 9.0), ("Spouses", 8.0)],  # no title holds a question word: BM25's order
+    [("Survivors", 9.0)],
+    [],
+])
+def test_ties_and_titles_without_question_words_keep_the_order(hits: list[tuple[str, float]]) -> None:
+    assert title_first(QUESTION, hits) == 0
+
+
+def test_without_the_boost_the_order_is_bm25s(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ranking, "TITLE_FIRST_BOOST", 0.0)
+    assert title_first(QUESTION, [("Survivors", 10.0), ("Apply for Retirement Benefits", 9.0)]) == 0
