@@ -100,7 +100,9 @@ def test_updates_and_deletions_are_reflected(tmp_path: Path) -> None:
     corpus = tmp_path / "c" / "docs.jsonl"
     write_jsonl(corpus, RECORDS)
     other = tmp_path / "other"
-    write_jsonl(other / "more.jsonl", [{"url": "https://w/onboarding", "title": "Onboarding", "text": "Welcome aboard."}])
+    write_jsonl(
+        other / "more.jsonl", [{"url": "https://w/onboarding", "title": "Onboarding", "text": "Welcome aboard."}]
+    )
     with LocalIndex(tmp_path / "i.sqlite3") as index, LocalIndex(tmp_path / "i.sqlite3") as second:
         index.add_corpus(corpus)
         index.add_corpus(other / "more.jsonl")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -208,7 +210,7 @@ def test_limits_ids_urls_and_no_overlap() -> None:
     for spans in per_doc.values():
         assert len(spans) <= 2
         spans.sort()
-        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
 
 
 def test_deterministic() -> None:
@@ -274,7 +276,10 @@ _LINE = st.sampled_from(
 @given(st.lists(st.one_of(_LINE, st.text(max_size=30)), max_size=20), st.sampled_from(["\n", "\r\n"]))
 def test_property_passages_are_exact_substrings(lines: list[str], sep: str) -> None:
     text = sep.join(lines)
-    docs = [SourceDocument(url="https://a.example/x", content=text), SourceDocument(url="https://a.example/y", content=BILLING)]
+    docs = [
+        SourceDocument(url="https://a.example/x", content=text),
+        SourceDocument(url="https://a.example/y", content=BILLING),
+    ]
     passages = extract_passages("How long do refunds take?", docs, max_per_document=2)
     assert len(passages) <= 6
     for p in passages:
