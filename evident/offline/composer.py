@@ -44,6 +44,9 @@ class _Sentence:
     carried: float = 0.0
     # After the last sentence of its passage that shares a question word.
     tail: bool = False
+    # A sentence merged into an earlier passage's copy came right before it in this quote: the
+    # sentence before it in the list is not the one before it in the source.
+    after_gap: bool = False
     # One of the sentences (at least STRONG_RELEVANCE as on-topic as the best) the answer was made
     # longer than MAX_SENTENCES for: kept before the others of later passages.
     strong: bool = False
@@ -149,6 +152,7 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
     by_key: dict[str, _Sentence] = {}
     for p, decision in enumerate(decisions):
         last_label: int | None = None
+        gap = False
         for part in decision.quote.split(QUOTE_JOINER):
             units = _units(part)
             for i, (raw, kind) in enumerate(units):
@@ -164,9 +168,11 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
                     seen = by_key[text]
                     if decision.url not in seen.urls:
                         seen.urls.append(decision.url)
+                    gap = True
                     continue
                 label = not bullet and text.endswith(":")
-                sentence = _Sentence(text, bullet, label, p, len(out), [decision.url])
+                sentence = _Sentence(text, bullet, label, p, len(out), [decision.url], after_gap=gap)
+                gap = False
                 # A header row (the one above the |---| line) names the columns, not a thing.
                 header = i + 1 < len(units) and not units[i + 1][0].strip(_TABLE_RULE)
                 if kind == "row" and "|" in text and not header:
@@ -279,7 +285,7 @@ def _best(sentences: list[_Sentence], cap: int) -> set[int]:
             continue
         group = [s]
         answer = following.get(s.order)
-        if not s.bullet and _open(s) and answer is not None and answer.passage == s.passage:
+        if not s.bullet and _open(s) and answer is not None and answer.passage == s.passage and not answer.after_gap:
             group.append(answer)
         room = cap if len(group) == 1 else max(cap, min(MAX_LONG_SENTENCES, cap + 1))
         if len(keep) + len(group) <= room:

@@ -45,7 +45,7 @@ def cited_sentences(answer: str) -> list[tuple[str, list[str]]]:
     pieces = _CITES.split(body)
     assert not pieces[-1].strip(), f"uncited text at the end: {pieces[-1]!r}"
     out = []
-    for text, cites in zip(pieces[0::2], pieces[1::2]):
+    for text, cites in zip(pieces[0::2], pieces[1::2], strict=False):  # the last piece has no citation
         sentence = text.strip()
         if sentence.startswith("- "):
             sentence = sentence[2:]
@@ -72,7 +72,8 @@ REFUND = (
 def test_every_sentence_is_cited_and_verbatim() -> None:
     decisions = [
         decision("p1", BILLING, REFUND),
-        decision("p2", BILLING, "Refund requests for annual plans are submitted by a workspace owner\nthrough the portal."),
+        decision("p2", BILLING,
+                 "Refund requests for annual plans are submitted by a workspace owner\nthrough the portal."),
     ]
     answer = compose_answer("How many days do I have to get a refund on an annual plan?", decisions)
     assert not answer.startswith(PREFACE_LEAD)
@@ -89,7 +90,8 @@ def test_every_sentence_is_cited_and_verbatim() -> None:
 def test_duplicate_sentence_from_two_documents_is_merged() -> None:
     decisions = [
         decision("p1", BILLING, REFUND),
-        decision("p2", POLICY, "Annual plans can be refunded within 30 days of purchase.\r\nAsk billing for exceptions."),
+        decision("p2", POLICY,
+                 "Annual plans can be refunded within 30 days of purchase.\r\nAsk billing for exceptions."),
     ]
     answer = compose_answer("Can annual plans be refunded?", decisions)
     pairs = assert_grounded(answer, decisions)
@@ -248,7 +250,8 @@ def test_quotes_trimmed_by_alignment_keep_their_structure() -> None:
     passages = [
         Passage(passage_id="p1", url=BILLING, content=table),
         Passage(passage_id="p2", url=BILLING, content="## Hotels\n\nBook hotels through TripDesk."),
-        Passage(passage_id="p3", url=BILLING, content="Covered items\n\n- Wi-Fi in the room.\n- Breakfast when it is not included."),
+        Passage(passage_id="p3", url=BILLING,
+                content="Covered items\n\n- Wi-Fi in the room.\n- Breakfast when it is not included."),
     ]
     decisions = align(passages, [doc])
     assert [d.action for d in decisions] == ["kept"] * 3

@@ -64,3 +64,25 @@ def test_a_question_on_the_page_is_kept_only_with_its_answer() -> None:
     sentences = shown(query, decisions)
     question = sentences.index("Can I use the GI Bill to pay for classes toward more than one degree?")
     assert sentences[question + 1] == "Yes."
+
+
+def test_a_title_is_not_paired_across_a_sentence_merged_into_another_page() -> None:
+    # The SSI page opens with its title and a sentence the planner page (cited first) says word for
+    # word; that sentence is merged there, so the title's next sentence in the list is not the one
+    # under it in the source, and the two are not shown as a pair.
+    from evident.offline.composer import _best, _sentences
+
+    ssi = "The SSI program pays benefits to disabled adults and children with limited income."
+    decisions = [
+        decision("p1", CONFIG, "We pay disability benefits under two programs. " + ssi),
+        decision("p2", FAQ, "Supplemental Security Income Benefits\n" + ssi + " SSI is also paid at 65."),
+    ]
+    sentences = _sentences(decisions)
+    title = next(s for s in sentences if s.text == "Supplemental Security Income Benefits")
+    after = next(s for s in sentences if s.text == "SSI is also paid at 65.")
+    assert after.order == title.order + 1 and after.after_gap
+    assert title.urls == [FAQ] and next(s for s in sentences if s.text == ssi).urls == [CONFIG, FAQ]
+    for s in sentences:
+        s.relevance = 1.0
+    kept = _best(sentences, 3)  # the two sentences of the first passage, then the title
+    assert title.order in kept and after.order not in kept  # alone, not with the sentence after the gap

@@ -72,7 +72,8 @@ def test_prose_splits_at_sentence_ends_only() -> None:
         "signs the wrong plan." in got
     )
     assert (
-        "Monthly subscriptions are not refundable (see Section 4.2 for the exceptions, i.e. outages covered by the SLA)."
+        "Monthly subscriptions are not refundable "
+        "(see Section 4.2 for the exceptions, i.e. outages covered by the SLA)."
         in got
     )
     assert "Credits are issued by Tessellate Inc. and not by resellers, resellers, etc. in any region." in got
