@@ -46,6 +46,8 @@ class _Window:
     matched: int
     # The last unit quoted: `last`, or past it the sentences that read on from it (`_grow`).
     end: int
+    # The first unit quoted: `first`, or the page's opening heading right above it (`_opening_heading`).
+    lead: int
 
 
 def _grow(
@@ -94,6 +96,24 @@ def _grow(
     return first, last, end
 
 
+def _opening_heading(units: Sequence[Unit], first: int, used: set[int]) -> int:
+    """The first unit to quote for a window whose text starts at `first`: the heading right above it
+    when that is the heading that opens the page's text (only the page's title line, or page chrome,
+    above it), else `first`.
+
+    "What is Exit Counseling?", "How do I order personalized plates?" under the page's title line
+    say what the whole page answers: quoted with the text under it, the composer shows it right
+    before its first sentence (it pairs a title line with that sentence). doc2dial's gold often is
+    that heading. Deeper section headings are left out: their text answers on its own, and shown
+    first they push the sentence that holds the answer to second place (docs/evaluation.md, rule 45).
+    Only the nearest heading, never the page's first line (its title, which the citation names)."""
+    u = units[first]
+    h = first - 1
+    if h < 1 or u.kind != "prose" or u.label or u.section != h or h in used or units[h].noise:
+        return first
+    return h if all(x.heading or x.noise for x in units[:h]) else first
+
+
 def _follows(
     units: Sequence[Unit], first: int, last: int, used: set[int], relevant: set[int], whole: bool
 ) -> int | None:
@@ -121,11 +141,12 @@ def _follows(
 
 
 def _window(
-    scorer: Scorer, units: Sequence[Unit], d: int, first: int, last: int, anchor: int, end: int | None = None
+    scorer: Scorer, units: Sequence[Unit], d: int, first: int, last: int, anchor: int,
+    end: int | None = None, lead: int | None = None,
 ) -> _Window | None:
-    """The window `units[first..last]` of document `d`, grown from `anchor` and quoted to `end` (by
-    default `last`), with its score and coverage; None for a heading alone (its text went to other
-    windows: it says nothing by itself)."""
+    """The window `units[first..last]` of document `d`, grown from `anchor` and quoted from `lead` to
+    `end` (by default `first` and `last`), with its score and coverage; None for a heading alone (its
+    text went to other windows: it says nothing by itself)."""
     span = units[first : last + 1]
     if all(u.label and u.kind != "row" and u.section < 0 or u.noise for u in span):
         return None
@@ -152,6 +173,7 @@ def _window(
     return _Window(
         d, first, last, score, scorer.coverage(context, d), scorer.good(terms),
         sum(1 for t in scorer.weights if t in terms), last if end is None else end,
+        first if lead is None else lead,
     )
 
 
@@ -186,8 +208,9 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[Scorer, l
             continue
         # The best window is the answer's lead: it takes the rest of its paragraph (up to MAX_WINDOW).
         first, last, end = _grow(units[d], i, used[d], relevant[d], whole=not windows)
-        used[d].update(range(first, end + 1))
-        w = _window(scorer, units[d], d, first, last, i, end)
+        lead = _opening_heading(units[d], first, used[d])
+        used[d].update(range(lead, end + 1))
+        w = _window(scorer, units[d], d, first, last, i, end, lead)
         if w is not None:
             windows.append(w)
     windows.sort(key=lambda w: (-w.score, w.doc, w.first))
@@ -250,7 +273,7 @@ def extract_passages(
         if per_doc.get(w.doc, 0) >= max_per_document:
             continue
         per_doc[w.doc] = per_doc.get(w.doc, 0) + 1
-        chosen.append((w.doc, w.first, w.end))
+        chosen.append((w.doc, w.lead, w.end))
 
     passages: list[Passage] = []
     pieces: list[list[str]] = []

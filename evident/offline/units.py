@@ -32,6 +32,11 @@ class Unit:
     section: int = -1
     depth: int = 0
 
+    @property
+    def heading(self) -> bool:
+        """A section heading (or a short title line standing alone): units below it count their depth from it."""
+        return self.depth == 0
+
 
 @dataclass(frozen=True)
 class Doc:

@@ -411,7 +411,10 @@ def test_a_heading_that_asks_the_question_lends_its_score_to_a_long_answer() -> 
     ]
     passages = extract_passages("How is it possible to avoid a lapse in insurance?", docs)
     assert passages[0].url == "https://dmv.example/faq"
-    assert passages[0].content.startswith("Remember this simple rule: no insurance, no plates!")
+    # The FAQ question is the page's opening heading: it is quoted with its answer (rule 45).
+    assert passages[0].content.startswith(
+        "How do I avoid an insurance lapse?\nRemember this simple rule: no insurance, no plates!"
+    )
 
 
 def test_without_the_rule_the_long_answer_loses(monkeypatch: pytest.MonkeyPatch) -> None:

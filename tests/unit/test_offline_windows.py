@@ -1,4 +1,4 @@
-"""Offline extractor: how far a window's quote reaches (rules 37 and 38 of docs/evaluation.md)."""
+"""Offline extractor: how far a window's quote reaches (docs/evaluation.md, rules 37, 38 and 45)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import pytest
 
 from evident.alignment.models import SourceDocument
 from evident.offline import extractor
+from evident.offline.composer import compose_answer
 from evident.offline.extractor import extract_passages
 from evident.offline.units import analyse
+from tests.unit.test_offline_composer import cited_sentences, decision
 
 DEFERMENT = SourceDocument(url="KB-5", title="Deferment", content=(
     "Student loan deferment lets you pause payments. You must apply through your servicer. "
@@ -76,3 +78,55 @@ def test_only_an_opening_in_the_same_paragraph_right_before_is_joined() -> None:
     assert extractor._joined([(0, 4, 6), (0, 3, 3)], units) == [(0, 4, 6), (0, 3, 3)]
     assert extractor._joined([(0, 6, 6), (0, 4, 4)], units) == [(0, 6, 6), (0, 4, 4)]
     assert extractor._joined([(0, 5, 6), (1, 4, 4)], units + units) == [(0, 5, 6), (1, 4, 4)]
+
+
+EXIT = SourceDocument(url="https://studentaid.example/exit-counseling", title="Exit Counseling", content=(
+    "Exit Counseling\n\n"
+    "What is Exit Counseling?\n"
+    "Exit counseling prepares you to repay your federal student loan. It explains your repayment options.\n\n"
+    "When to complete exit counseling\n"
+    "Complete exit counseling each time you leave school or drop below half-time enrollment."))
+# units: 0 page title line, 1 opening heading, 2-3 its text, 4 section heading, 5 its text
+
+
+def test_a_window_under_the_pages_opening_heading_quotes_it() -> None:
+    # Rule 45: the heading right under the page's title line says what the page answers; quoted with
+    # the text under it, the composer can show it right before that text.
+    passages = extract_passages("Why do I need exit counseling?", [EXIT])
+    assert passages[0].content.startswith(
+        "What is Exit Counseling?\nExit counseling prepares you to repay your federal student loan."
+    )
+
+
+def test_only_the_opening_heading_right_above_the_text_is_taken() -> None:
+    units = analyse(EXIT.content).units
+    assert extractor._opening_heading(units, 2, set()) == 1
+    # Not the second sentence under it, nor text under a deeper section heading, nor a heading
+    # another window already quotes.
+    assert extractor._opening_heading(units, 3, set()) == 3
+    assert extractor._opening_heading(units, 5, set()) == 5
+    assert extractor._opening_heading(units, 2, {1}) == 2
+    # Text right under the page's first line: that line is the page's title, which the citation names.
+    title_only = analyse("Exit Counseling\nExit counseling prepares you to repay your loan.").units
+    assert extractor._opening_heading(title_only, 1, set()) == 1
+    # A heading with text above it on the page opens a section, not the page.
+    deeper = analyse("Exit Counseling\nIt is required.\n\nWhat is it?\nIt prepares you to repay.").units
+    assert extractor._opening_heading(deeper, 3, set()) == 3
+
+
+def test_the_opening_heading_does_not_change_the_windows_score() -> None:
+    scorer, units, windows = extractor._windows("Why do I need exit counseling?", [EXIT])
+    best = windows[0]
+    assert (best.lead, best.first) == (1, 2)
+    alone = extractor._window(scorer, units[0], 0, best.first, best.last, best.first, best.end)
+    assert alone is not None and alone.score == best.score and alone.lead == best.first
+
+
+def test_the_answer_shows_the_opening_heading_right_before_its_sentence() -> None:
+    query = "Why do I need exit counseling?"
+    passages = extract_passages(query, [EXIT])
+    answer = compose_answer(query, [decision(p.passage_id, p.url, p.content) for p in passages])
+    sentences = [s for s, _ in cited_sentences(answer)]
+    assert sentences[:2] == [
+        "What is Exit Counseling?", "Exit counseling prepares you to repay your federal student loan.",
+    ]
