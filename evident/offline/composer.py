@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 
 from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
-from evident.citations.answer import PREFACE, PREFACE_TAIL
+from evident.offline.preface import PREFACE_LEAD, PREFACE_TAIL, preface
 from evident.offline.sentences import CONTINUATIONS, Kind, is_noise, split_units, strip_marker
 from evident.offline.terms import content_keys, coverage, query_weights, unit_terms
 
 __all__ = ["compose_answer", "answer_coverage", "preface", "PREFACE_LEAD", "PREFACE_TAIL", "MAX_SENTENCES"]
 
-PREFACE_LEAD = PREFACE
 MAX_SENTENCES = 4
 PASSAGE_RELEVANCE = 0.5
 # MAX_SENTENCES is the usual length, not a hard cap: the best passage is kept whole, and so is every
@@ -63,48 +62,8 @@ def answer_coverage(query: str, text: str) -> float:
     return coverage(weights, text)
 
 
-# Common question shapes turned into the clause the preface needs; anything else is quoted as asked.
-_LEADS = [
-    (re.compile(r"^how\s+(?:do|can|should|would|could)\s+(?:i|we|you)\s+(.+)$", re.I), "how to {0}"),
-    (re.compile(r"^(can|could|may|should)\s+(?:i|we|you)\s+(.+)$", re.I), "whether you {0} {1}"),
-    (re.compile(r"^is\s+it\s+possible\s+to\s+(.+)$", re.I), "whether it is possible to {0}"),
-    (re.compile(r"^what\s+(is|are)\s+(.+)$", re.I), "what {1} {0}"),
-]
-# The asker's first person becomes the reader's second person inside the preface.
-_PRONOUNS = {
-    "i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself", "am": "are",
-    "we": "you", "us": "you", "our": "your", "ours": "yours", "ourselves": "yourselves",
-}
 
 
-def _second_person(m: re.Match[str]) -> str:
-    return _PRONOUNS.get(m.group().lower(), m.group())
-
-
-def _query_content(query: str) -> str:
-    """The query as a clause after "does not explicitly state" (a quoted fallback when unsure)."""
-    asked = " ".join(query.split())
-    q = asked.rstrip("?.!？！。 ")
-    if not q:
-        return "the answer to this question"
-    for pattern, template in _LEADS:
-        m = pattern.match(q)
-        if m:
-            parts = [_WORD.sub(_second_person, g) for g in m.groups()]
-            if len(parts) == 2 and template.startswith("whether"):
-                parts[0] = parts[0].lower()
-            return template.format(*parts)
-    # Keep a question mark (it says this was a question); drop a full stop before our own.
-    return f'the answer to "{asked if asked.endswith("?") else q}"'
-
-
-
-def preface(query: str) -> str:
-    """The weak-evidence lead-in of App. D.2 (fixed wording, so the verify step can recognise it)."""
-    return f"{PREFACE_LEAD} {_query_content(query)}. {PREFACE_TAIL}"
-
-
-_WORD = re.compile(r"\b\w+\b")
 _TERMINAL = (".", "!", "?", ":", ";", "。", "！", "？", ")", '"', "”", "’")
 _NOT_TITLE = re.compile(r"[-_=/.<>{}\[\]$`|@#]")
 
