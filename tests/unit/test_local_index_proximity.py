@@ -11,20 +11,7 @@ import tantivy
 from evident.connectors.index import ranking
 from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.index.ranking import PHRASE_SLOP
-
-
-def build(tmp_path: Path, records: list[dict[str, str]]) -> LocalIndex:
-    corpus = tmp_path / "c" / "docs.jsonl"
-    corpus.parent.mkdir(parents=True, exist_ok=True)
-    corpus.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    index = LocalIndex(tmp_path / "i.sqlite3")
-    index.add_corpus(corpus)
-    return index
-
-
-def urls(index: LocalIndex, query: str) -> list[str]:
-    return [doc.url for doc, _ in index.search(query, 8)]
-
+from tests.support.index import build, urls
 
 # Both pages hold the same words the same number of times in texts of the same length, so BM25 over
 # single words ties them and the url order ("a-…" first) would decide; only proximity tells them apart.

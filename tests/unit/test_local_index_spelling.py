@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.index.spelling import (
     REPAIR_LONG_LENGTH,
     REPAIR_MIN_LENGTH,
@@ -16,19 +14,7 @@ from evident.connectors.index.spelling import (
     repair,
     two_slips,
 )
-
-
-def build(tmp_path: Path, records: list[dict[str, str]]) -> LocalIndex:
-    corpus = tmp_path / "c" / "docs.jsonl"
-    corpus.parent.mkdir(parents=True, exist_ok=True)
-    corpus.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    index = LocalIndex(tmp_path / "i.sqlite3")
-    index.add_corpus(corpus)
-    return index
-
-
-def urls(index: LocalIndex, query: str) -> list[str]:
-    return [doc.url for doc, _ in index.search(query, 8)]
+from tests.support.index import build, urls
 
 
 def test_one_slip_drops_swaps_and_adds_but_never_replaces() -> None:
