@@ -53,7 +53,8 @@ def stem(word: str) -> str:
     w = word
     if len(w) <= 3 or not w.isalpha():
         return w
-    # An adverb meets its adjective: "upgrade directly" / "direct upgrades" (not "family", "supply").
+    # An adverb meets its adjective: "upgrade directly" / "direct upgrades". Only from 7 letters:
+    # "family" and "supply" are no adverbs, at the price of "weekly" staying apart from "week".
     if w.endswith("ly") and len(w) >= 7:
         w = w[:-2]
     # US and UK spellings meet: itemized/itemised, organization/organisation.

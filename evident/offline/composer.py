@@ -43,8 +43,8 @@ class _Sentence:
     carried: float = 0.0
     # After the last sentence of its passage that shares a question word.
     tail: bool = False
-    # A sentence merged into an earlier passage's copy came right before it in this quote: the
-    # sentence before it in the list is not the one before it in the source.
+    # A sentence merged into an earlier passage's copy, or text the quote left out ("…"), came right
+    # before it: the sentence before it in the list is not the one before it in the source.
     after_gap: bool = False
     # One of the sentences (at least STRONG_RELEVANCE as on-topic as the best) the answer was made
     # longer than MAX_SENTENCES for: kept before the others of later passages.
@@ -60,8 +60,6 @@ def answer_coverage(query: str, text: str) -> float:
     if not weights:
         return 1.0 if text.strip() else 0.0
     return coverage(weights, text)
-
-
 
 
 _TERMINAL = (".", "!", "?", ":", ";", "。", "！", "？", ")", '"', "”", "’")
@@ -112,7 +110,8 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
     for p, decision in enumerate(decisions):
         last_label: int | None = None
         gap = False
-        for part in decision.quote.split(QUOTE_JOINER):
+        for n, part in enumerate(decision.quote.split(QUOTE_JOINER)):
+            gap = gap or n > 0  # the quote left text out between its parts ("…")
             units = _units(part)
             for i, (raw, kind) in enumerate(units):
                 if kind in ("heading", "fence", "rule") or is_noise(raw, kind):
@@ -213,12 +212,15 @@ def _named_rows(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     """Without the table rows about something else than the row the question names: asked about
     "error TF-2202", the rows of TF-2301 and TF-2401 share only their columns' words ("The pipeline
     stops") with the question. A row is named when every word of its first cell is in the question;
-    the other rows of a passage (one table window) go only when one of its rows is named."""
+    the other rows of a passage (one table window) go only when one of its rows is named. A first cell
+    of one- or two-digit numbers is a row number ("the 3 steps" names no step), not a name."""
     asked = set(unit_terms(query))
 
     def named(s: _Sentence) -> bool | None:
         keys = set(unit_terms(s.key)) if s.key is not None else set()
-        return (keys <= asked) if keys else None
+        if not keys or all(k.isdigit() and len(k) < 3 for k in keys):
+            return None
+        return keys <= asked
 
     tables = {s.passage for s in sentences if named(s)}
     return [s for s in sentences if s.passage not in tables or named(s) is not False]
@@ -231,10 +233,12 @@ def _open(s: _Sentence) -> bool:
 
 
 def _best(sentences: list[_Sentence], cap: int) -> set[int]:
-    """The orders of the `cap` best-ranked sentences. A question, title or label is kept only with the
-    sentence of its passage right after it ("Can I use the GI Bill for a second degree?" "Yes.";
-    "Apply With Your Local Office" and its first sentence): shown alone it promises an answer the
-    reader does not get. Such a pair may take the last place and one more, up to MAX_LONG_SENTENCES."""
+    """The orders of the `cap` best-ranked sentences. A question, title or label comes with the
+    sentence right after it in the source ("Can I use the GI Bill for a second degree?" "Yes.";
+    "Apply With Your Local Office" and its first sentence): shown without it, it promises an answer
+    the reader does not get. Such a pair may take the last place and one more, up to
+    MAX_LONG_SENTENCES. When that sentence is not in the list right after it (merged into an earlier
+    page's copy, or left out of the quote: `after_gap`), the line is ranked on its own."""
     following = {s.order - 1: s for s in sentences}
     keep: set[int] = set()
     for s in sorted(sentences, key=_rank):

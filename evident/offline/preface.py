@@ -47,7 +47,6 @@ def _query_content(query: str) -> str:
     return f'the answer to "{asked if asked.endswith("?") else q}"'
 
 
-
 def preface(query: str) -> str:
     """The weak-evidence lead-in of App. D.2 (fixed wording, so the verify step can recognise it)."""
     return f"{PREFACE_LEAD} {_query_content(query)}. {PREFACE_TAIL}"

@@ -35,10 +35,8 @@ def langsmith_api() -> Iterator[LangSmithServer]:
 @pytest.fixture(scope="session")
 def served(tmp_path_factory: pytest.TempPathFactory, examples: Path,
            langsmith_api: LangSmithServer) -> Iterator[DevServer]:
-    root = tmp_path_factory.mktemp("served")
-    env = server_env(root, examples, LANGSMITH_API_KEY="a-key-without-tracing", LANGSMITH_ENDPOINT=langsmith_api.url)
-    with dev_server.running(root / "server", env=env) as server:
-        yield server
+    yield from _deployment(tmp_path_factory.mktemp("served"), examples,
+                           LANGSMITH_API_KEY="a-key-without-tracing", LANGSMITH_ENDPOINT=langsmith_api.url)
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +48,13 @@ def model() -> Iterator[OpenAIServer]:
 @pytest.fixture(scope="module")
 def served_llm(tmp_path_factory: pytest.TempPathFactory, examples: Path, model: OpenAIServer) -> Iterator[DevServer]:
     """A deployment with a model: only the deployment may name one (a request may not)."""
-    root = tmp_path_factory.mktemp("served-llm")
-    env = server_env(root, examples, EVIDENT_MODEL="test-model", OPENAI_BASE_URL=model.base_url,
-                     OPENAI_API_KEY="test-key", EVIDENT_MODEL_TIMEOUT="20")
-    with dev_server.running(root / "server", env=env) as server:
+    yield from _deployment(tmp_path_factory.mktemp("served-llm"), examples, EVIDENT_MODEL="test-model",
+                           OPENAI_BASE_URL=model.base_url, OPENAI_API_KEY="test-key", EVIDENT_MODEL_TIMEOUT="20")
+
+
+def _deployment(root: Path, examples: Path, **env: str) -> Iterator[DevServer]:
+    """A real `langgraph dev` server over the examples, with the deployment's own environment `env`."""
+    with dev_server.running(root / "server", env=server_env(root, examples, **env)) as server:
         yield server
 
 

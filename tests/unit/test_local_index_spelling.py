@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from evident.connectors.index import ranking
 from evident.connectors.index.spelling import (
     REPAIR_LONG_LENGTH,
+    REPAIR_MAX_LENGTH,
     REPAIR_MIN_LENGTH,
     REPAIR_WEIGHT,
+    REPAIRS_PER_QUERY,
     one_slip,
     repair,
     two_slips,
@@ -75,3 +79,26 @@ def test_known_words_short_words_and_greetings_are_not_repaired(tmp_path: Path) 
         assert urls(index, "plans") == ["b-plan"]  # a known word (stem "plan") searched as itself
         assert urls(index, "pln") == []  # too short to guess
         assert urls(index, "whant") == []  # "what" and "want" are words the query analysis leaves out
+
+
+def test_words_longer_than_any_real_typo_are_not_repaired() -> None:
+    # Two slips' candidates grow with the square of the length: a junk "word" is left alone.
+    word = "retirement" * 2 + "x"  # 21 letters, one slip from an indexed 20-letter term
+    assert len(word) == REPAIR_MAX_LENGTH + 1
+    assert repair(word, lambda term: int(term == word[:-1])) is None
+    assert repair(word[1:], lambda term: int(term == word[1:-1])) == word[1:-1]
+
+
+def test_one_query_repairs_at_most_a_few_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = ranking.repair
+
+    def counted(token: str, document_count: Callable[[str], int]) -> str | None:
+        calls.append(token)
+        return real(token, document_count)
+
+    monkeypatch.setattr(ranking, "repair", counted)
+    with build(tmp_path, [{"url": "a", "title": "Retirement", "text": "Apply for retirement benefits."}]) as index:
+        junk = " ".join(f"zq{chr(97 + i)}xwvbn" for i in range(REPAIRS_PER_QUERY + 4))
+        index.search("retirement " + junk, 8)
+    assert len(calls) == REPAIRS_PER_QUERY

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from evident.alignment.models import SourceDocument
 from evident.connectors.index import ranking
 from evident.connectors.index.embedded import _title_first
 from evident.connectors.index.ranking import TITLE_FIRST_BOOST, title_first, title_share
+from tests.support.index import build, urls
 
 QUESTION = ["apply", "retirement", "benefits"]  # weighted_terms("How do I apply for retirement benefits?")
 
@@ -50,3 +53,23 @@ def test_ties_and_titles_without_question_words_keep_the_order(hits: list[tuple[
 def test_without_the_boost_the_order_is_bm25s(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ranking, "TITLE_FIRST_BOOST", 0.0)
     assert title_first(QUESTION, [("Survivors", 10.0), ("Apply for Retirement Benefits", 9.0)]) == 0
+
+
+def test_the_first_page_does_not_depend_on_how_many_are_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # BM25 ranks the survivors' page first (its text repeats the question); the page named like the
+    # question leads by its title, for k = 1 as for k = 8: it is chosen among the TITLE_FIRST_DEPTH best.
+    question = "How do I apply for retirement benefits?"
+    records = [
+        {"url": "a-survivors", "title": "Apply for Retirement Benefits for Survivors and Spouses",
+         "text": " ".join(["Apply for retirement benefits here."] * 5)},
+        {"url": "c-apply", "title": "Apply for Retirement Benefits",
+         "text": " ".join(["You can do it online at any time of the day."] * 20)},
+    ] + [{"url": f"d-{i}", "title": f"Page {i}", "text": "Benefits for everyone."} for i in range(10)]
+    with build(tmp_path, records) as index:
+        for k in (1, 2, 3, 8):
+            ranked = [doc.url for doc, _ in index.search(question, k)]
+            assert len(ranked) == k and ranked[0] == "c-apply"
+        monkeypatch.setattr(ranking, "TITLE_FIRST_BOOST", 0.0)
+        assert urls(index, question)[:2] == ["a-survivors", "c-apply"]  # BM25 alone

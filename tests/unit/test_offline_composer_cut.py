@@ -1,4 +1,5 @@
-"""Offline composer: which sentences an answer keeps when it must be cut (docs/evaluation.md, rules 33-36)."""
+"""Offline composer: which sentences an answer keeps when it must be cut (docs/evaluation.md, rules 36, 37,
+39 and 44)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ def test_table_rows_about_another_thing_than_the_one_asked_are_left_out() -> Non
     headed = "| Error | What stops |\n|---|---|\n" + table
     named = shown("Which pipeline error stops at E-2301?", [decision("p1", DOCS, headed)])
     assert named == ["Error | What stops", "E-2301 | Permission denied | The pipeline stops"]
+    # A row number is no name: "the 3 steps" keeps every step.
+    steps = ("| 1 | Stop the pipeline before the upgrade |\n| 2 | Upgrade the pipeline agent |\n"
+             "| 3 | Start the pipeline again |")
+    assert len(shown("What are the 3 steps to upgrade the pipeline?", [decision("p1", DOCS, steps)])) == 3
 
 
 def test_a_question_on_the_page_is_kept_only_with_its_answer() -> None:
@@ -86,3 +91,18 @@ def test_a_title_is_not_paired_across_a_sentence_merged_into_another_page() -> N
         s.relevance = 1.0
     kept = _best(sentences, 3)  # the two sentences of the first passage, then the title
     assert title.order in kept and after.order not in kept  # alone, not with the sentence after the gap
+
+
+def test_a_question_is_not_paired_with_text_after_a_gap_in_the_quote() -> None:
+    # A quote that left text out ("…") between the question and the next sentence: that sentence is
+    # not the question's answer.
+    from evident.alignment.aligner import QUOTE_JOINER
+    from evident.offline.composer import _best, _sentences
+
+    quote = "Can I use the GI Bill for a second degree?" + QUOTE_JOINER + "The office is closed on Sundays."
+    sentences = _sentences([decision("p1", FAQ, quote)])
+    question, after = sentences
+    assert after.order == question.order + 1 and after.after_gap
+    for s in sentences:
+        s.relevance = 1.0
+    assert _best(sentences, 1) == {question.order}

@@ -403,7 +403,7 @@ LAPSE_DEFINITION = (
 
 
 def test_a_heading_that_asks_the_question_lends_its_score_to_a_long_answer() -> None:
-    # Rule 33: the FAQ answer that HTML extraction made one run-on list is long by its nature; the
+    # Rule 34: the FAQ answer that HTML extraction made one run-on list is long by its nature; the
     # heading above it asks what the user asks, and that part of its score is not cut for length.
     docs = [
         SourceDocument(url="https://dmv.example/lapse", content=LAPSE_DEFINITION),

@@ -1,4 +1,4 @@
-"""Offline extractor: how far a window's quote reaches (docs/evaluation.md, rules 37, 38 and 45)."""
+"""Offline extractor: how far a window's quote reaches (docs/evaluation.md, rules 40, 41 and 45)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ COMPLAINT_QUERY = "How do I submit a complaint about the service online?"
 
 
 def test_a_window_reads_on_into_a_sentence_that_takes_it_up() -> None:
-    # Rule 37: past its three units the window still quotes "However, ...", which qualifies what it
+    # Rule 40: past its three units the window still quotes "However, ...", which qualifies what it
     # says; the sentence after that, a new thought, stays out, and so does the next paragraph.
     passages = extract_passages("How does student loan deferment work?", [DEFERMENT])
     assert passages[0].content == (
@@ -49,7 +49,7 @@ def test_what_a_window_reads_on_into_does_not_score() -> None:
 
 
 def test_a_chosen_opening_joins_the_passage_it_introduces() -> None:
-    # Rule 38: the paragraph's opening, chosen as a lower-ranked window, is quoted in front of the
+    # Rule 41: the paragraph's opening, chosen as a lower-ranked window, is quoted in front of the
     # better window right after it, at that window's rank, in the page's order.
     passages = extract_passages(COMPLAINT_QUERY, [COMPLAINTS])
     assert [p.content for p in passages] == [

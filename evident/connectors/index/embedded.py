@@ -37,7 +37,7 @@ from evident.connectors.index.loaders import (
     log_skip,
 )
 from evident.connectors.index.mirrored import MirroredStore
-from evident.connectors.index.ranking import title_first
+from evident.connectors.index.ranking import TITLE_FIRST_DEPTH, title_first
 from evident.connectors.index.store import IndexFileError, WriteLock
 
 __all__ = ["IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index"]
@@ -90,22 +90,25 @@ class LocalIndex(MirroredStore):
     # -- reading -------------------------------------------------------------------------------
 
     def search(self, query: str, k: int = 8) -> list[tuple[SourceDocument, float]]:
-        """The `k` best documents for free text `query`, best first, with positive BM25 scores; the
-        page whose title the question names best leads (`ranking.title_first`)."""
+        """The `k` best documents for free text `query`, best first, each with its positive BM25 score.
+        The first is the page whose title the question names best among the TITLE_FIRST_DEPTH best
+        (`ranking.title_first`), whatever `k`; so the scores are not always in descending order: the
+        order is the ranking, the score is BM25's."""
         terms, weights = weighted_terms(query)
         if not terms or k <= 0:
             return []
+        depth = max(k, TITLE_FIRST_DEPTH)
         with self._reading():
-            hits = self._mirror_hits(terms, k, weights)
+            hits = self._mirror_hits(terms, depth, weights)
             if hits is None:
-                rows = fts_search(self._conn, query, k, columns=_COLUMNS,
+                rows = fts_search(self._conn, query, depth, columns=_COLUMNS,
                                   title_weight=TITLE_WEIGHT, content_weight=CONTENT_WEIGHT)  # fmt: skip
-                return _title_first(terms, [(_document(row), float(row[7])) for row in rows])
+                return _title_first(terms, [(_document(row), float(row[7])) for row in rows])[:k]
             marks = ", ".join("?" for _ in hits)
             sql = f"SELECT {_COLUMNS} FROM documents WHERE url IN ({marks})"
             found = {row[0]: row for row in self._conn.execute(sql, [url for url, _ in hits])} if hits else {}
         # A url missing here was deleted by another process between the two reads.
-        return _title_first(terms, [(_document(found[url]), score) for url, score in hits if url in found])
+        return _title_first(terms, [(_document(found[url]), score) for url, score in hits if url in found])[:k]
 
     def get(self, url: str) -> SourceDocument | None:
         with self._reading():
@@ -288,8 +291,9 @@ def _dump_metadata(metadata: dict[str, Any]) -> str:
 
 
 def _title_first(terms: Sequence[str], hits: list[tuple[SourceDocument, float]]) -> list[tuple[SourceDocument, float]]:
-    """`hits` with the page whose title the question names best first (`ranking.title_first`)."""
-    first = title_first(terms, [(doc.title, score) for doc, score in hits])
+    """`hits` with the page whose title the question names best among the first TITLE_FIRST_DEPTH
+    first (`ranking.title_first`)."""
+    first = title_first(terms, [(doc.title, score) for doc, score in hits[:TITLE_FIRST_DEPTH]])
     return [hits[first], *hits[:first], *hits[first + 1 :]] if first else hits
 
 

@@ -27,7 +27,7 @@ import tantivy
 
 from evident.alignment.lexicon import content_terms, stem
 from evident.connectors.index.fts_query import STOPWORDS
-from evident.connectors.index.spelling import REPAIR_WEIGHT, repair
+from evident.connectors.index.spelling import REPAIR_WEIGHT, REPAIRS_PER_QUERY, repair
 from evident.conversation.asking import CHAT
 
 # Bumped whenever the schema, analyzer, field text or marker below changes: an older directory is rebuilt.
@@ -55,6 +55,9 @@ PHRASE_BOOST = 0.3
 # named like the question ("Teacher Loan Forgiveness" for "loan forgiveness"), where the extractor's
 # rank prior no longer quotes them (docs/evaluation.md, rule 42; boost swept 0.3/0.4/0.5/0.6/0.7).
 TITLE_FIRST_BOOST = 0.5
+# The pages it chooses among, whatever the number asked for: the first page must not depend on k (8
+# is EvidenT's default top_n, on which rule 42 was measured).
+TITLE_FIRST_DEPTH = 8
 
 
 def title_share(question: frozenset[str], title: str) -> float:
@@ -259,8 +262,9 @@ class TantivyMirror:
         # user text is ever read as query syntax.
         tokens: dict[str, float] = {}
         sequence: list[tuple[str, float]] = []  # the query's tokens in order, for the phrase clauses
+        repairs = [REPAIRS_PER_QUERY]
         for term in terms:
-            for token, weight in self._searched_as(term, weights.get(term, 1.0), searcher):
+            for token, weight in self._searched_as(term, weights.get(term, 1.0), searcher, repairs):
                 tokens[token] = max(tokens.get(token, 0.0), weight)
                 sequence.append((token, weight))
         if not tokens:
@@ -277,12 +281,14 @@ class TantivyMirror:
             clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(query, _idf_ratio(x) * weight)))
         return tantivy.Query.boolean_query(clauses + self._phrase_clauses(sequence))
 
-    def _searched_as(self, term: str, weight: float, searcher: Any) -> list[tuple[str, float]]:
+    def _searched_as(self, term: str, weight: float, searcher: Any, repairs: list[int]) -> list[tuple[str, float]]:
         """The index tokens `term` is searched as, with their weights: its own, or, for a word no
-        document holds, the nearest indexed one at REPAIR_WEIGHT (`spelling.repair`)."""
+        document holds, the nearest indexed one at REPAIR_WEIGHT (`spelling.repair`), while the
+        query's budget of repairs (`repairs[0]`, counted down) lasts."""
         own = [(token, weight) for token in self._analyzer.analyze(term) if token]
-        if len(own) != 1 or not term.isalpha() or int(searcher.doc_freq("text", own[0][0])) > 0:
+        if len(own) != 1 or not term.isalpha() or repairs[0] <= 0 or int(searcher.doc_freq("text", own[0][0])) > 0:
             return own
+        repairs[0] -= 1
         repaired = repair(own[0][0], lambda candidate: int(searcher.doc_freq("text", candidate)))
         if repaired is None or repaired in self._unsearchable():
             return own

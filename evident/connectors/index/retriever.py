@@ -17,7 +17,8 @@ from evident.connectors.lazy import OpenedOnFirstUse
 
 
 class LocalCorpusRetriever(BaseRetriever):
-    """BM25 search over a `LocalIndex`; each hit carries its score and EvidenT's fields in metadata."""
+    """BM25 search over a `LocalIndex`; each hit carries its score and EvidenT's fields in metadata.
+    The documents come in ranking order; their BM25 scores need not descend (`LocalIndex.search`)."""
 
     index_path: Path
     k: int = 8

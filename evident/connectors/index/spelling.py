@@ -24,6 +24,12 @@ from string import ascii_lowercase
 REPAIR_MIN_LENGTH = 5
 REPAIR_LONG_LENGTH = 8
 REPAIR_WEIGHT = 0.7
+# Candidates grow with the square of a word's length (two slips: about 4n² strings of n letters), so
+# longer "words" are left alone: no real word this long is mistyped into one no page holds, and a
+# query of junk words (up to 64 letters each, the analyzer's limit) would otherwise cost ~1 s per
+# search. REPAIRS_PER_QUERY bounds the lookups of one query the same way.
+REPAIR_MAX_LENGTH = 20
+REPAIRS_PER_QUERY = 8
 
 
 def _dropped_or_swapped(word: str) -> set[str]:
@@ -53,8 +59,9 @@ def two_slips(word: str) -> set[str]:
 def repair(token: str, document_count: Callable[[str], int]) -> str | None:
     """The indexed term (`document_count` > 0) nearest to `token` and starting like it (see
     REPAIR_MIN_LENGTH), the most common among equally near ones (ties by the term itself); None when
-    none is near enough."""
-    if len(token) < REPAIR_MIN_LENGTH:
+    none is near enough, or when `token` is shorter than REPAIR_MIN_LENGTH or longer than
+    REPAIR_MAX_LENGTH."""
+    if not REPAIR_MIN_LENGTH <= len(token) <= REPAIR_MAX_LENGTH:
         return None
     rounds = [one_slip(token)]
     if len(token) >= REPAIR_LONG_LENGTH:
