@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from evident.alignment.models import AlignmentDecision
 from evident.offline.composer import compose_answer
-from tests.unit.test_offline_composer import assert_grounded, cited_sentences, decision
+from tests.support.offline import assert_grounded, cited_sentences, decision
 
 DOCS = "https://docs.acme.example/errors"
 CONFIG = "https://docs.acme.example/configuration"

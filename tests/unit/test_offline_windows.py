@@ -9,7 +9,7 @@ from evident.offline import extractor
 from evident.offline.composer import compose_answer
 from evident.offline.extractor import extract_passages
 from evident.offline.units import analyse
-from tests.unit.test_offline_composer import cited_sentences, decision
+from tests.support.offline import cited_sentences, decision
 
 DEFERMENT = SourceDocument(url="KB-5", title="Deferment", content=(
     "Student loan deferment lets you pause payments. You must apply through your servicer. "
