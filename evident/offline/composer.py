@@ -226,13 +226,18 @@ def _named_rows(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     return [s for s in sentences if s.passage not in tables or named(s) is not False]
 
 
-def _open(s: _Sentence) -> bool:
+def _awaits_answer(s: _Sentence) -> bool:
     """`s` does not end like a sentence: a question, a title or a label, which the next sentence answers."""
     ends = s.text.rstrip("\"'”’)")
     return ends.endswith((":", "?", "？")) or not ends.endswith((".", "!", ";", "。", "！"))
 
 
-def _best(sentences: list[_Sentence], cap: int) -> set[int]:
+def _answers(s: _Sentence, answer: _Sentence) -> bool:
+    """`answer`, the sentence after `s` in the list, is what the question or title line `s` leads to."""
+    return not s.bullet and _awaits_answer(s) and answer.passage == s.passage and not answer.after_gap
+
+
+def _kept_orders(sentences: list[_Sentence], cap: int) -> set[int]:
     """The orders of the `cap` best-ranked sentences. A question, title or label comes with the
     sentence right after it in the source ("Can I use the GI Bill for a second degree?" "Yes.";
     "Apply With Your Local Office" and its first sentence): shown without it, it promises an answer
@@ -248,7 +253,7 @@ def _best(sentences: list[_Sentence], cap: int) -> set[int]:
             continue
         group = [s]
         answer = following.get(s.order)
-        if not s.bullet and _open(s) and answer is not None and answer.passage == s.passage and not answer.after_gap:
+        if answer is not None and _answers(s, answer):
             group.append(answer)
         room = cap if len(group) == 1 else max(cap, min(MAX_LONG_SENTENCES, cap + 1))
         if len(keep) + len(group) <= room:
@@ -303,7 +308,7 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
         for s in sentences:
             s.strong = s.relevance >= STRONG_RELEVANCE * top_relevance
     while len(sentences) > cap:
-        keep = _best(sentences, cap)
+        keep = _kept_orders(sentences, cap)
         # A continuation whose lead was cut would now follow the wrong sentence.
         trimmed = _on_topic([s for s in sentences if s.order in keep])
         if len(trimmed) == len(sentences):

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evident.alignment.models import Passage, SourceDocument
-from evident.offline.scoring import Scorer, heads_of, under_heading, weighed
+from evident.offline.scoring import Scorer, heading_terms, under_heading, window_score
 from evident.offline.sentences import CONTINUATIONS
 from evident.offline.units import Unit, analyse
 
@@ -159,8 +159,8 @@ def _window(
     text_terms = frozenset().union(*(u.terms for u in text))
     own = scorer.raw(text_terms, frozenset().union(*(u.pairs for u in text)))
     full = scorer.raw(terms, unit_pairs) + under_heading(scorer, units, units[first], d)
-    heads = terms.difference(text_terms) | heads_of(scorer, units, units[first], d)
-    score = weighed(scorer, d, units[anchor].key, full, own, text_terms, heads, n_words)
+    heads = terms.difference(text_terms) | heading_terms(scorer, units, units[first], d)
+    score = window_score(scorer, d, units[anchor].key, full, own, text_terms, heads, n_words)
     # The heading a window sits under is part of what it says ("I need an extension" above "If
     # you are out of state..."); above the first heading, that is the page title.
     section = units[first].section
@@ -193,8 +193,8 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[Scorer, l
             own = scorer.raw(u.terms, u.pairs)
             full = own + under_heading(scorer, doc_units, u, d)
             if full > 0:
-                heads = heads_of(scorer, doc_units, u, d)
-                scores[(d, u.idx)] = weighed(scorer, d, u.key, full, own, u.terms, heads, len(u.key))
+                heads = heading_terms(scorer, doc_units, u, d)
+                scores[(d, u.idx)] = window_score(scorer, d, u.key, full, own, u.terms, heads, len(u.key))
 
     order = sorted(scores, key=lambda k: (-scores[k], k[0], k[1]))
 

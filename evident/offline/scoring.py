@@ -10,7 +10,7 @@ from evident.alignment.models import SourceDocument
 from evident.offline.terms import ENTITY_WEIGHT, entity_keys, pairs, query_terms, scenario_keys, unit_terms
 from evident.offline.units import Doc, Unit
 
-__all__ = ["Scorer", "heads_of", "is_superseded", "under_heading", "weighed"]
+__all__ = ["Scorer", "heading_terms", "is_superseded", "under_heading", "window_score"]
 
 # A query term is "good" (specific enough to anchor an answer) when its IDF reaches this share of the
 # IDF of a term seen in a single sentence.
@@ -155,7 +155,7 @@ def under_heading(scorer: Scorer, units: Sequence[Unit], u: Unit, doc: int) -> f
 HEADING_ESCAPES_LENGTH = True
 
 
-def weighed(
+def window_score(
     scorer: Scorer, doc: int, key: tuple[str, ...], full: float, own: float,
     text: frozenset[str], heads: frozenset[str], n_words: int,
 ) -> float:
@@ -168,7 +168,7 @@ def weighed(
     return (full - added) * scorer.factor(doc, key, n_words) + added * scorer.factor(doc, key, 0)
 
 
-def heads_of(scorer: Scorer, units: Sequence[Unit], u: Unit, doc: int) -> frozenset[str]:
+def heading_terms(scorer: Scorer, units: Sequence[Unit], u: Unit, doc: int) -> frozenset[str]:
     """The terms of the heading `u` sits under (the page title above the first heading; none for
     a heading itself)."""
     if u.section >= 0:

@@ -75,7 +75,7 @@ def test_a_title_is_not_paired_across_a_sentence_merged_into_another_page() -> N
     # The SSI page opens with its title and a sentence the planner page (cited first) says word for
     # word; that sentence is merged there, so the title's next sentence in the list is not the one
     # under it in the source, and the two are not shown as a pair.
-    from evident.offline.composer import _best, _sentences
+    from evident.offline.composer import _kept_orders, _sentences
 
     ssi = "The SSI program pays benefits to disabled adults and children with limited income."
     decisions = [
@@ -89,7 +89,7 @@ def test_a_title_is_not_paired_across_a_sentence_merged_into_another_page() -> N
     assert title.urls == [FAQ] and next(s for s in sentences if s.text == ssi).urls == [CONFIG, FAQ]
     for s in sentences:
         s.relevance = 1.0
-    kept = _best(sentences, 3)  # the two sentences of the first passage, then the title
+    kept = _kept_orders(sentences, 3)  # the two sentences of the first passage, then the title
     assert title.order in kept and after.order not in kept  # alone, not with the sentence after the gap
 
 
@@ -97,7 +97,7 @@ def test_a_question_is_not_paired_with_text_after_a_gap_in_the_quote() -> None:
     # A quote that left text out ("…") between the question and the next sentence: that sentence is
     # not the question's answer.
     from evident.alignment.aligner import QUOTE_JOINER
-    from evident.offline.composer import _best, _sentences
+    from evident.offline.composer import _kept_orders, _sentences
 
     quote = "Can I use the GI Bill for a second degree?" + QUOTE_JOINER + "The office is closed on Sundays."
     sentences = _sentences([decision("p1", FAQ, quote)])
@@ -105,4 +105,4 @@ def test_a_question_is_not_paired_with_text_after_a_gap_in_the_quote() -> None:
     assert after.order == question.order + 1 and after.after_gap
     for s in sentences:
         s.relevance = 1.0
-    assert _best(sentences, 1) == {question.order}
+    assert _kept_orders(sentences, 1) == {question.order}

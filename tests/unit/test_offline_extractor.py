@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from evident.alignment.models import SourceDocument
 from evident.offline import scoring
 from evident.offline.extractor import extract_passages
-from evident.offline.scoring import Scorer, weighed
+from evident.offline.scoring import Scorer, window_score
 from evident.offline.sentences import split_sentences
 from evident.offline.units import analyse
 
@@ -434,6 +434,6 @@ def test_a_heading_matching_less_than_its_text_does_not_escape_the_length_penalt
     text = frozenset({"flow", "upgrad", "step"})
     full, own = 10.0, 6.0
     penalised = full * scorer.factor(0, ("k",), 90)
-    assert weighed(scorer, 0, ("k",), full, own, text, frozenset({"flow"}), 90) == penalised
-    asking = weighed(scorer, 0, ("k",), full, own, frozenset({"step"}), frozenset({"flow", "upgrad"}), 90)
+    assert window_score(scorer, 0, ("k",), full, own, text, frozenset({"flow"}), 90) == penalised
+    asking = window_score(scorer, 0, ("k",), full, own, frozenset({"step"}), frozenset({"flow", "upgrad"}), 90)
     assert asking == pytest.approx(own * scorer.factor(0, ("k",), 90) + (full - own) * scorer.factor(0, ("k",), 0))
