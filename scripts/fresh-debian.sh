@@ -21,7 +21,15 @@ if [[ ! -x $root/usr/bin/apt-get ]]; then
   debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >/dev/null
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-[[ -f /etc/ssl/certs/ca-certificates.crt ]] && install -D /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+if [[ -f /etc/ssl/certs/ca-certificates.crt ]]; then
+  install -D /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+  # Installing Debian's ca-certificates below rebuilds that bundle from the certificates it knows, which
+  # would drop a proxy's own CA: each host certificate also goes where update-ca-certificates adds it.
+  mkdir -p "$root/usr/local/share/ca-certificates/host"
+  awk -v dir="$root/usr/local/share/ca-certificates/host" \
+    '/BEGIN CERTIFICATE/ {n++; f = sprintf("%s/host-%04d.crt", dir, n)} f {print > f} /END CERTIFICATE/ {close(f); f = ""}' \
+    /etc/ssl/certs/ca-certificates.crt
+fi
 [[ -f /etc/pip.conf ]] && cp /etc/pip.conf "$root/etc/pip.conf"
 
 mounted=()
@@ -37,7 +45,8 @@ trap cleanup EXIT
 in_root() { env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
   chroot "$root" /bin/bash -c "$1"; }
 # What the README assumes a fresh machine has: Python 3.11 and git to clone; make to run the commands.
-in_root "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 make git ca-certificates >/dev/null"
+in_root "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 make git ca-certificates >/dev/null \
+  && update-ca-certificates >/dev/null"
 say "base system ready: $(in_root 'python3 --version')"
 
 rm -rf "$root/root/evident"
