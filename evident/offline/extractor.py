@@ -159,19 +159,13 @@ def _window(
     text_terms = frozenset().union(*(u.terms for u in text))
     own = scorer.raw(text_terms, frozenset().union(*(u.pairs for u in text)))
     full = scorer.raw(terms, unit_pairs) + under_heading(scorer, units, units[first], d)
-    heads = terms.difference(text_terms) | heading_terms(scorer, units, units[first], d)
+    above = heading_terms(scorer, units, units[first], d)
+    heads = terms.difference(text_terms) | above
     score = window_score(scorer, d, units[anchor].key, full, own, text_terms, heads, n_words)
     # The heading a window sits under is part of what it says ("I need an extension" above "If
     # you are out of state..."); above the first heading, that is the page title.
-    section = units[first].section
-    if section >= 0:
-        context = terms | units[section].terms
-    elif units[first].depth >= 1:
-        context = terms | scorer.titles[d][0]
-    else:
-        context = terms
     return _Window(
-        d, first, last, score, scorer.coverage(context, d), scorer.good(terms),
+        d, first, last, score, scorer.coverage(terms | above, d), scorer.good(terms),
         sum(1 for t in scorer.weights if t in terms), last if end is None else end,
         first if lead is None else lead,
     )
