@@ -262,9 +262,11 @@ class TantivyMirror:
         # user text is ever read as query syntax.
         tokens: dict[str, float] = {}
         sequence: list[tuple[str, float]] = []  # the query's tokens in order, for the phrase clauses
-        repairs = [REPAIRS_PER_QUERY]
+        repairs = 0  # of REPAIRS_PER_QUERY
         for term in terms:
-            for token, weight in self._searched_as(term, weights.get(term, 1.0), searcher, repairs):
+            searched, repaired = self._searched_as(term, weights.get(term, 1.0), searcher, repairs < REPAIRS_PER_QUERY)
+            repairs += repaired
+            for token, weight in searched:
                 tokens[token] = max(tokens.get(token, 0.0), weight)
                 sequence.append((token, weight))
         if not tokens:
@@ -281,18 +283,19 @@ class TantivyMirror:
             clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(query, _idf_ratio(x) * weight)))
         return tantivy.Query.boolean_query(clauses + self._phrase_clauses(sequence))
 
-    def _searched_as(self, term: str, weight: float, searcher: Any, repairs: list[int]) -> list[tuple[str, float]]:
+    def _searched_as(
+        self, term: str, weight: float, searcher: Any, may_repair: bool
+    ) -> tuple[list[tuple[str, float]], bool]:
         """The index tokens `term` is searched as, with their weights: its own, or, for a word no
-        document holds, the nearest indexed one at REPAIR_WEIGHT (`spelling.repair`), while the
-        query's budget of repairs (`repairs[0]`, counted down) lasts."""
+        document holds and when `may_repair`, the nearest indexed one at REPAIR_WEIGHT
+        (`spelling.repair`); and whether a repair was tried (it counts toward REPAIRS_PER_QUERY)."""
         own = [(token, weight) for token in self._analyzer.analyze(term) if token]
-        if len(own) != 1 or not term.isalpha() or repairs[0] <= 0 or int(searcher.doc_freq("text", own[0][0])) > 0:
-            return own
-        repairs[0] -= 1
+        if not may_repair or len(own) != 1 or not term.isalpha() or int(searcher.doc_freq("text", own[0][0])) > 0:
+            return own, False
         repaired = repair(own[0][0], lambda candidate: int(searcher.doc_freq("text", candidate)))
         if repaired is None or repaired in self._unsearchable():
-            return own
-        return [(repaired, weight * REPAIR_WEIGHT)]
+            return own, True
+        return [(repaired, weight * REPAIR_WEIGHT)], True
 
     def _unsearchable(self) -> frozenset[str]:
         """The tokens of stopwords and greeting words: a repair landing on one ("whant" -> "what",
