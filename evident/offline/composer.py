@@ -25,6 +25,8 @@ PASSAGE_RELEVANCE = 0.5
 # sentence at least STRONG_RELEVANCE as on-topic as the best one, up to MAX_LONG_SENTENCES.
 STRONG_RELEVANCE = 0.67
 MAX_LONG_SENTENCES = 6
+# A reply this short ("Nothing.", "Not always.") says which way the answer goes, not why.
+BARE_REPLY_WORDS = 2
 
 
 @dataclass
@@ -49,6 +51,8 @@ class _Sentence:
     # One of the sentences (at least STRONG_RELEVANCE as on-topic as the best) the answer was made
     # longer than MAX_SENTENCES for: kept before the others of later passages.
     strong: bool = False
+    # Of the extractor's best window, kept whole and cut last: unless it is below PASSAGE_RELEVANCE.
+    lead: bool = False
 
 
 def answer_coverage(query: str, text: str) -> float:
@@ -152,8 +156,7 @@ COHESION = True
 
 
 def _rank(s: _Sentence) -> tuple[bool, bool, float, int]:
-    # The first passage is the extractor's best window: it is cut last.
-    return (s.passage != 0, not s.strong, -max(s.relevance, s.carried) * PASSAGE_DECAY ** s.passage, s.order)
+    return (not s.lead, not s.strong, -max(s.relevance, s.carried) * PASSAGE_DECAY ** s.passage, s.order)
 
 
 def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
@@ -165,7 +168,7 @@ def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
     # The best passage (the extractor's first window, at most a short paragraph) is read to its end:
     # "Learn more below to see whether you qualify." completes it even without a question word. An
     # aside between its on-topic sentences ("The canteen opens at 8:00.") is not.
-    if s.passage == 0 and s.tail:
+    if s.lead and s.tail:
         return True
     ends = prev.text.rstrip("\"'”’)")
     if s.parent is not None or ends.endswith((":", "?", "？")) or not ends.endswith((".", "!", ";", "。", "！")):
@@ -241,7 +244,8 @@ def _kept_orders(sentences: list[_Sentence], cap: int) -> set[int]:
     """The orders of the `cap` best-ranked sentences. A question, title or label comes with the
     sentence right after it in the source ("Can I use the GI Bill for a second degree?" "Yes.";
     "Apply With Your Local Office" and its first sentence): shown without it, it promises an answer
-    the reader does not get. Such a pair may take the last place and one more, up to
+    the reader does not get; and a bare reply ("Not always.") comes with the sentence that says why.
+    Such a group may take the last place and the one or two more it needs, up to
     MAX_LONG_SENTENCES. When that sentence is not in the list right after it (merged into an earlier
     page's copy, or left out of the quote: `after_gap`), the line is ranked on its own."""
     following = {s.order - 1: s for s in sentences}
@@ -255,7 +259,11 @@ def _kept_orders(sentences: list[_Sentence], cap: int) -> set[int]:
         answer = following.get(s.order)
         if answer is not None and _answers(s, answer):
             group.append(answer)
-        room = cap if len(group) == 1 else max(cap, min(MAX_LONG_SENTENCES, cap + 1))
+            reason = following.get(answer.order)
+            if (reason is not None and len(answer.text.split()) <= BARE_REPLY_WORDS and not reason.bullet
+                    and reason.passage == answer.passage and not reason.after_gap):
+                group.append(reason)
+        room = cap if len(group) == 1 else max(cap, min(MAX_LONG_SENTENCES, cap + len(group) - 1))
         if len(keep) + len(group) <= room:
             keep.update(g.order for g in group)
     return keep
@@ -286,9 +294,14 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
             last_relevant[s.passage] = s.order
     for s in sentences:
         s.tail = s.order > last_relevant.get(s.passage, -1)
-    sentences = _on_topic(
-        _named_rows(_unrepeated([s for s in sentences if best[s.passage] >= PASSAGE_RELEVANCE * top]), query)
-    )
+    # The floor spares the extractor's best window: it ranked first on more than the question's words
+    # (the title or heading above it, the page's rank; "Loans must be repaid." opening "Understanding
+    # Delinquency"). Below the floor it is ranked like a later passage and shown after the others.
+    late = best.get(0, 0.0) < PASSAGE_RELEVANCE * top
+    floor = [s for s in sentences if s.passage == 0 or best[s.passage] >= PASSAGE_RELEVANCE * top]
+    for s in floor:
+        s.lead = s.passage == 0 and not late
+    sentences = _on_topic(_named_rows(_unrepeated(floor), query))
     # A passage is read from its start: when the answer is cut, its first on-topic sentence ranks
     # with the passage's best one ("If you move to New York State ... you must get a New York State
     # driver license within 30 days." before "Learn how to exchange your out-of-state driver license").
@@ -300,7 +313,7 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
             s.carried = max(s.carried, best[s.passage])
     top_relevance = max((s.relevance for s in sentences), default=0.0)
     strong = sum(1 for s in sentences if s.relevance >= STRONG_RELEVANCE * top_relevance)
-    whole = sum(1 for s in sentences if s.passage == 0)
+    whole = sum(1 for s in sentences if s.lead)
     cap = min(MAX_LONG_SENTENCES, max(MAX_SENTENCES, whole, strong))
     # An answer made longer for its strong sentences keeps those: a weaker sentence of an earlier
     # passage does not take the place of one the answer was lengthened for.
@@ -319,7 +332,10 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     # paragraph off-topic: its items stand as bullets without it.
     kept_parents = {s.parent for s in sentences if s.parent is not None}
     # What was kept only because it reads on from a label that is now gone goes with it.
-    return _on_topic([s for s in sentences if not s.label or (s.order in kept_parents and s.order in own)])
+    shown = _on_topic([s for s in sentences if not s.label or (s.order in kept_parents and s.order in own)])
+    if late:
+        shown = [s for s in shown if s.passage != 0] + [s for s in shown if s.passage == 0]
+    return shown
 
 
 def _cite(s: _Sentence) -> str:

@@ -1,5 +1,5 @@
 """Offline composer: which sentences an answer keeps when it must be cut (docs/evaluation.md, rules 36, 37,
-39 and 44)."""
+39, 44, 46 and 47)."""
 
 from __future__ import annotations
 
@@ -106,3 +106,46 @@ def test_a_question_is_not_paired_with_text_after_a_gap_in_the_quote() -> None:
     for s in sentences:
         s.relevance = 1.0
     assert _kept_orders(sentences, 1) == {question.order}
+
+
+def test_a_bare_reply_comes_with_the_sentence_that_says_why() -> None:
+    # "Nothing." answers the FAQ question, the sentence after it says why; when the answer is cut, the
+    # three stay together (rule 46).
+    query = "How much will my service member pay for dependent coverage?"
+    reason = "We provide dependent coverage at no cost until the child is 18 years old."
+    decisions = [
+        decision("p1", FAQ, "Family coverage insures the spouse and dependent children of a service member. "
+                            "Find out how much coverage you may qualify for. Dependent coverage starts at birth."),
+        decision("p2", FAQ, "Spouse coverage is paid by the service member each month."),
+        decision("p3", FAQ, "How much will my service member pay for dependent coverage?\n\nNothing. " + reason),
+    ]
+    sentences = shown(query, decisions)
+    question = sentences.index("How much will my service member pay for dependent coverage?")
+    assert sentences[question + 1 :] == ["Nothing.", reason]
+    # A reply that says more than which way the answer goes is paired alone, as before.
+    decisions[2] = decision("p3", FAQ, "How much will my service member pay for dependent coverage?\n\n"
+                                       "Nothing at all for children. " + reason)
+    sentences = shown(query, decisions)
+    assert "Nothing at all for children." in sentences and reason not in sentences
+
+
+def test_the_best_passage_below_the_relevance_floor_is_shown_after_the_others() -> None:
+    # The extractor's best window ("Loans must be repaid." opening the page on delinquency) shares one
+    # question word where the others share three: it is kept, not dropped, but it is ranked like a
+    # later passage and shown after the on-topic ones (rule 47).
+    query = "What happens with student loan delinquency?"
+    opening = "Loans must be repaid."
+    decisions = [
+        decision("p1", FAQ, opening + " Your loan servicer can help. Loan payments can be paused. "
+                            "Loans can be combined into one."),
+        decision("p2", DOCS, "Your student loan delinquency starts the first day after a missed payment."),
+        decision("p3", CONFIG, "A student loan delinquency of 90 days is reported to the credit bureaus."),
+    ]
+    sentences = shown(query, decisions)
+    assert sentences[:2] == [
+        "Your student loan delinquency starts the first day after a missed payment.",
+        "A student loan delinquency of 90 days is reported to the credit bureaus.",
+    ]
+    # Not kept whole ahead of them (its four sentences would fill the answer): only what the
+    # answer's usual length leaves, from its start.
+    assert sentences[2:] == [opening, "Your loan servicer can help."]
