@@ -163,10 +163,14 @@ def _window(
     heads = terms.difference(text_terms) | above
     score = window_score(scorer, d, units[anchor].key, full, own, text_terms, heads, n_words)
     # The heading a window sits under is part of what it says ("I need an extension" above "If
-    # you are out of state..."); above the first heading, that is the page title.
+    # you are out of state..."); above the first heading, that is the page title. A name the
+    # question asks about ("Tessellate") is shared when the page names it, as coverage counts it:
+    # "Passwords must be at least 14 characters long." on that company's page shares two words with
+    # "What is the minimum length for a password at Tessellate?", not one (rule 52).
+    named = scorer.names & scorer.doc_terms[d]
     return _Window(
         d, first, last, score, scorer.coverage(terms | above, d), scorer.good(terms),
-        sum(1 for t in scorer.weights if t in terms), last if end is None else end,
+        sum(1 for t in scorer.weights if t in terms or t in named), last if end is None else end,
         first if lead is None else lead,
     )
 
@@ -197,16 +201,22 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[Scorer, l
     for d, i in scores:
         relevant[d].add(i)
     windows: list[_Window] = []
+    opened: set[int] = set()  # documents that have a window already
     for d, i in order:
         if i in used[d]:
             continue
         # The best window is the answer's lead: it takes the rest of its paragraph (up to MAX_WINDOW).
-        first, last, end = _grow(units[d], i, used[d], relevant[d], whole=not windows)
+        # So does each page's own best window, where that page answers if it is the one cited, and a
+        # window opening a section (the first unit under a heading or under the page title), which
+        # starts a thought the sentences after it develop (docs/evaluation.md, rules 24, 48, 49).
+        whole = d not in opened or units[d][i].depth == 1
+        first, last, end = _grow(units[d], i, used[d], relevant[d], whole=whole)
         lead = _opening_heading(units[d], first, used[d])
         used[d].update(range(lead, end + 1))
         w = _window(scorer, units[d], d, first, last, i, end, lead)
         if w is not None:
             windows.append(w)
+            opened.add(d)
     windows.sort(key=lambda w: (-w.score, w.doc, w.first))
     return scorer, units, windows
 
@@ -258,8 +268,10 @@ def extract_passages(
         if len(chosen) >= max_passages:
             break
         if w is not best and (
-            w.coverage < min_coverage * SECONDARY_COVERAGE_RATIO
-            or w.score < SECONDARY_SCORE_RATIO * best.score
+            # The coverage floor keeps out another page's text that meets a stray part of the
+            # question; the page the answer leads with is on its topic already (rule 51).
+            (w.coverage < min_coverage * SECONDARY_COVERAGE_RATIO and w.doc != best.doc)
+            or (w.score < SECONDARY_SCORE_RATIO * best.score and not _says_more(w, best))
             # One shared word ("team") is a coincidence; the first window already answers it.
             or w.matched < min(2, len(scorer.weights))
         ):
@@ -280,6 +292,14 @@ def extract_passages(
         whole = [passages[-1].content] if sum(len(u.key) for u in span) >= COPY_MIN_WORDS else []
         pieces.append(whole + sentences)
     return _with_copies(passages, pieces, documents)
+
+
+def _says_more(w: _Window, best: _Window) -> bool:
+    """`w` is on the best window's page and covers more of the question than the best window: the
+    page the answer leads with says more of what was asked there, in text that scored lower (often
+    for its length, as a list of required documents does), so it is kept even under half the best
+    score (docs/evaluation.md, rule 50). Not for other pages: there a lower score is also the rank."""
+    return w.doc == best.doc and w.coverage > best.coverage
 
 
 def _joined(chosen: list[tuple[int, int, int]], units: list[tuple[Unit, ...]]) -> list[tuple[int, int, int]]:

@@ -1,4 +1,5 @@
-"""Offline extractor: how far a window's quote reaches (docs/evaluation.md, rules 40, 41 and 45)."""
+"""Offline extractor: how far a window reaches and which windows are kept (docs/evaluation.md, rules 40,
+41, 45 and 48-52)."""
 
 from __future__ import annotations
 
@@ -130,3 +131,95 @@ def test_the_answer_shows_the_opening_heading_right_before_its_sentence() -> Non
     assert sentences[:2] == [
         "What is Exit Counseling?", "Exit counseling prepares you to repay your federal student loan.",
     ]
+
+
+RENEWAL_QUERY = "How do I renew my driving licence, and what is the renewal fee?"
+
+
+def _quoted(query: str, docs: list[SourceDocument]) -> list[str]:
+    _, units, windows = extractor._windows(query, docs)
+    return [docs[w.doc].content[units[w.doc][w.lead].start : units[w.doc][w.end].end] for w in windows]
+
+
+def test_each_pages_best_window_takes_the_rest_of_its_paragraph() -> None:
+    # Rule 48: like the answer's lead (rule 24), the best window of every other page reads its
+    # paragraph on, although "Queues are long on Mondays." shares no word with the question.
+    lead = SourceDocument(url="KB-1", title="Renewals", content=(
+        "Renew your driving licence online before it expires. The renewal fee is paid by card."))
+    counter = SourceDocument(url="KB-2", title="Counter", content=(
+        "At a counter the renewal fee for a driving licence is paid in cash. Queues are long on Mondays."))
+    assert _quoted(RENEWAL_QUERY, [lead, counter])[1] == counter.content
+
+
+def test_a_window_opening_a_section_takes_the_rest_of_its_paragraph() -> None:
+    # Rule 49: the first sentence under a heading starts a thought; the window there is the page's
+    # second, yet reads on into "Prices change every April." A window deeper in the section does not.
+    doc = SourceDocument(url="KB-7", title="Motorists", content=(
+        "Renew your driving licence online before it expires. Renewal takes ten minutes.\n\n"
+        "## Payment\n\nThe renewal fee is paid by card. Prices change every April.\n\n"
+        "## Other\n\nOffices close at five."))
+    assert _quoted(RENEWAL_QUERY, [doc])[1] == "The renewal fee is paid by card. Prices change every April."
+    text = doc.content.replace("## Payment\n\n", "## Payment\n\nPay at the desk.\n")
+    deeper = doc.model_copy(update={"content": text})
+    assert _quoted(RENEWAL_QUERY, [deeper])[1] == "The renewal fee is paid by card."
+
+
+TRANSFER_QUERY = "Which documents do I bring to transfer a vehicle registration?"
+TRANSFER_LEAD = "You can transfer a vehicle registration to another car you own."
+TRANSFER_ITEMS = (
+    "Bring these documents to any office when you transfer the registration of a vehicle: the original "
+    "title or other proof of ownership, a current insurance card for the new car, your licence or two other "
+    "forms of identity, the plates from the old car, a completed form for the new car, payment for the fees, "
+    "a signed statement from every owner named on the old title, the odometer reading, the lien release "
+    "from your lender if the loan is paid, and for a leased car a letter from the leasing company that "
+    "allows the change.")
+TRANSFER_OTHER = "Offices open at nine. Lines are short in the morning. Parking is free."
+
+
+def test_the_lead_page_text_covering_more_of_the_question_is_kept_under_half_the_best_score(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Rule 50: the list of documents covers every word of the question but scores lower than the
+    # short lead sentence for its length; on the lead's page it is kept whatever its score ...
+    monkeypatch.setattr(extractor, "SECONDARY_SCORE_RATIO", 0.95)
+    page = SourceDocument(url="KB-8", title="Plates", content=(
+        f"{TRANSFER_LEAD}\n\n{TRANSFER_ITEMS}\n\n{TRANSFER_OTHER}"))
+    _, _, windows = extractor._windows(TRANSFER_QUERY, [page])
+    assert windows[1].score < 0.95 * windows[0].score and windows[1].coverage > windows[0].coverage
+    assert [p.content for p in extract_passages(TRANSFER_QUERY, [page])] == [TRANSFER_LEAD, TRANSFER_ITEMS]
+    # ... but on another page a lower score is also a lower rank: it still needs the share of the best.
+    lead = SourceDocument(url="KB-8", title="Plates", content=f"{TRANSFER_LEAD}\n\n{TRANSFER_OTHER}")
+    other = SourceDocument(url="KB-9", title="Plates", content=TRANSFER_ITEMS)
+    assert [p.url for p in extract_passages(TRANSFER_QUERY, [lead, other])] == ["KB-8"]
+
+
+def test_the_coverage_floor_is_for_other_pages_than_the_leads(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rule 51: "Learn about federal consolidation first." covers a tenth of the question, under the
+    # floor for a second window; on the lead page it is kept, on another page such text is not.
+    monkeypatch.setattr(extractor, "SECONDARY_SCORE_RATIO", 0.05)
+    query = "Can I consolidate my federal student loans to lower my monthly payment with my servicer online?"
+    lead = SourceDocument(url="KB-3", title="Consolidation", content=(
+        "Consolidate your federal student loans online to lower your monthly payment with your servicer.\n\n"
+        "Learn about federal consolidation first.\n\nOffices close at five."))
+    other = SourceDocument(url="KB-4", title="Grants", content=(
+        "A federal consolidation grant is rare.\n\nGrants need no repayment."))
+    _, _, windows = extractor._windows(query, [lead, other])
+    floor = extractor.MIN_COVERAGE * extractor.SECONDARY_COVERAGE_RATIO
+    assert [(w.doc, w.coverage < floor, w.matched) for w in windows[1:3]] == [(0, True, 2), (1, True, 2)]
+    assert [p.content for p in extract_passages(query, [lead, other])] == [
+        lead.content.split("\n\n")[0], "Learn about federal consolidation first."]
+
+
+def test_a_name_the_page_holds_is_a_shared_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rule 52: on a page naming Tessellate, "Passwords must be at least 14 characters long." shares
+    # two words with the question, the name and "password", and is no coincidence of one word.
+    monkeypatch.setattr(extractor, "SECONDARY_SCORE_RATIO", 0.1)
+    doc = SourceDocument(url="KB-11", title="Tessellate account security", content=(
+        "Tessellate sets a minimum length for every password.\n\nRotate keys yearly.\n\n"
+        "Passwords must be at least 14 characters long.\n\nSessions end after an hour."))
+    rule = "Passwords must be at least 14 characters long."
+    named = extract_passages("What is the minimum length for a password at Tessellate?", [doc])
+    assert [p.content for p in named] == ["Tessellate sets a minimum length for every password.", rule]
+    # Without the name, the sentence shares one word with the question and stays out.
+    unnamed = extract_passages("What is the minimum length for a password?", [doc])
+    assert rule not in [p.content for p in unnamed]
