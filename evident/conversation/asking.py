@@ -18,7 +18,10 @@ from evident.alignment.lexicon import STOPWORDS, words
 __all__ = ["CHAT", "MIN_ASKING_WORDS", "SCENARIO_WEIGHT", "message_parts", "message_words"]
 
 # Words of greetings, thanks and requests: never evidence, so they weigh nothing in retrieval or
-# matching (a rare one like "regarding" would otherwise outrank the topic words).
+# matching (a rare one like "regarding" would otherwise outrank the topic words). So do the frames of
+# a question, "what kind of", "any sort of", "be able to", "is it possible to", "what comes next":
+# "kind" is rarer in pages than "documents" or "card", and for "What kind of documents are required
+# to get a card?" ranked a moped page ("other kinds of proof") above the card pages (rule 54).
 CHAT: frozenset[str] = frozenset(
     """hello hi hey hiya greetings morning afternoon evening good day thanks thank cheers dear sir madam
     wondering wonder wondered curious question questions ask asking asked inquire inquiry enquire enquiry
@@ -26,7 +29,7 @@ CHAT: frozenset[str] = frozenset(
     looking look find finding learn wanted wants needed like love hoping hope trying try am im ve ll
     provide give show explain guide guidance advice advise kindly okay ok yes sure things stuff topic
     something someone anything somebody anyone little bit few some could would today doing came come
-    understand understanding obtain""".split()
+    comes coming understand understanding obtain kind kinds sort sorts able possible""".split()
 )
 # A sentence asks when it ends with "?" or opens like a question or a request.
 _ASK_OPENERS = frozenset(

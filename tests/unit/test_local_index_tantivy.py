@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from evident.connectors.index import ranking
 from evident.connectors.index.embedded import LocalIndex
-from evident.connectors.index.ranking import TantivyMirror
+from evident.connectors.index.fts_query import IDF_FLOOR
+from evident.connectors.index.ranking import TantivyMirror, _idf_ratio
+from tests.support.index import build
 
 
 def write_jsonl(path: Path, records: list[dict[str, str]]) -> None:
@@ -157,3 +161,32 @@ def test_hostile_queries_never_raise(built: Path, query: str) -> None:
     with LocalIndex(built) as index:
         assert isinstance(index.search(query), list)
         assert isinstance(index.search(query + " vacation"), list)
+
+
+# A word most pages hold still counts (`fts_query.IDF_FLOOR`). "benefits" is in 5 of the 6 pages,
+# "planner" in 2, and the words never stand together, so that no phrase clause (rule 29) separates
+# the two planner pages: only the weight of "benefits" does, against the shorter page's better score
+# for "planner".
+FLOOR_RECORDS = [
+    {"url": "a-pension", "title": "Planner", "text": "The planner."},
+    {"url": "b-benefits", "title": "Planner", "text": "The planner shows your benefits."},
+    *({"url": f"c-{topic}", "title": topic.title(), "text": f"{topic.title()} benefits and how they are paid."}
+      for topic in ("retirement", "disability", "survivor", "family")),
+]
+
+
+def test_a_word_in_most_pages_weighs_the_floor_and_a_rare_word_its_own_idf() -> None:
+    documents, holding = 273, 174  # "benefits" on doc2dial's pages
+    common = (documents - holding + 0.5) / (holding + 0.5)
+    assert math.log(common) < 0
+    assert _idf_ratio(common) * math.log1p(common) == pytest.approx(IDF_FLOOR)
+    rare = (documents - 42 + 0.5) / (42 + 0.5)  # "planner"
+    assert _idf_ratio(rare) * math.log1p(rare) == pytest.approx(math.log(rare))
+
+
+def test_the_page_holding_the_common_word_too_ranks_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with build(tmp_path, FLOOR_RECORDS) as index:
+        assert urls(index, "benefits planner")[:2] == ["b-benefits", "a-pension"]
+        monkeypatch.setattr(ranking, "IDF_FLOOR", 1e-6)
+        # Without the floor "benefits" counts for (almost) nothing: the shorter page wins on "planner".
+        assert urls(index, "benefits planner")[:2] == ["a-pension", "b-benefits"]

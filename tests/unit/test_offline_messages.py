@@ -59,6 +59,16 @@ def test_search_terms_drop_greetings_and_weigh_the_question() -> None:
     assert only_chat and set(flat.values()) == {1.0}  # nothing else to search with: keep what there is
 
 
+def test_the_frame_of_a_question_is_not_searched() -> None:
+    for message, frame in [("What kind of documents are required to get a card?", "kind"),
+                           ("Is it possible to work while receiving benefits?", "possible"),
+                           ("Will I be able to get any sort of financial aid?", "able"),
+                           ("Will I be able to get any sort of financial aid?", "sort"),
+                           ("What comes next after I'm approved for disability benefits?", "comes")]:
+        terms, _ = weighted_terms(message)
+        assert frame not in terms and terms
+
+
 def test_a_rare_request_word_no_longer_outranks_the_topic(tmp_path: Path) -> None:
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(

@@ -49,6 +49,16 @@ def query_terms(text: str) -> list[str]:
     return terms
 
 
+# The least a searched word's IDF weighs in the Tantivy search (`ranking.TantivyMirror`). FTS5's
+# ln(x) reaches 0 at half the documents (floored at 1e-6), so in a corpus about one thing its own
+# words ("benefits" in 174 of doc2dial's 273 pages, "disability" in 135) counted for nothing: "What
+# will the benefits planner used for?" was a search for "planner" alone, and the page holding every
+# word of it ranked below the top 50. Floored, such a word still separates the pages that hold it
+# from those that do not (docs/evaluation.md, rule 53; swept 0.02 to 0.5: retrieval gains up to 0.3,
+# but from 0.1 on an example question's unanswerable abstention is lost, "employee" in 17 of 35
+# pages then counting).
+IDF_FLOOR = 0.08
+
 # A searchable word the message analysis does not weigh (a negation, "after", "all"): it still
 # counts, but less than the topic words of the question.
 UNWEIGHED = 0.3
@@ -83,8 +93,8 @@ def fts_search(
 
     The embedded index ranks with Tantivy; this is its fallback while the Tantivy directory cannot
     be trusted (e.g. an index opened read-only before its first writable open rebuilt it). It scores
-    single words only: the word-proximity clauses and the misspelling repairs of `ranking.TantivyMirror`
-    have no FTS5 counterpart here.
+    single words only: the word-proximity clauses, the misspelling repairs and the IDF floor of
+    `ranking.TantivyMirror` have no FTS5 counterpart here.
     """
     expression = fts_match_expression(text)
     if expression is None or k <= 0:

@@ -26,7 +26,7 @@ from typing import Any
 import tantivy
 
 from evident.alignment.lexicon import content_terms, stem
-from evident.connectors.index.fts_query import STOPWORDS
+from evident.connectors.index.fts_query import IDF_FLOOR, STOPWORDS
 from evident.connectors.index.spelling import REPAIR_WEIGHT, REPAIRS_PER_QUERY, repair
 from evident.conversation.asking import CHAT
 
@@ -126,7 +126,7 @@ def _schema() -> Any:
 
 
 def _idf_ratio(x: float) -> float:
-    return max(math.log(x), 1e-6) / math.log1p(x)
+    return max(math.log(x), IDF_FLOOR) / math.log1p(x)
 
 
 class TantivyMirror:
