@@ -145,7 +145,8 @@ def under_heading(scorer: Scorer, units: Sequence[Unit], u: Unit, doc: int) -> f
         title, title_pairs = scorer.titles[doc]
         return TITLE_SHARE * scorer.raw(title, title_pairs) * HEADING_DECAY ** max(0, u.depth - 1)
     head = units[u.section]
-    # Only what the unit does not already say: a heading repeating the unit's words adds nothing.
+    # The whole heading's match, words the unit repeats included: a heading naming what its text says
+    # confirms it (lending only the words the text lacks loses, docs/evaluation.md, rules 46-54 round).
     return HEADING_SHARE * scorer.raw(head.terms, head.pairs) * HEADING_DECAY ** max(0, u.depth - 1)
 
 
