@@ -16,6 +16,7 @@ from evident.alignment.models import AlignmentDecision
 from evident.offline.preface import PREFACE_LEAD, PREFACE_TAIL, preface
 from evident.offline.sentences import CONTINUATIONS, Kind, is_noise, split_units, strip_marker
 from evident.offline.terms import content_keys, coverage, query_weights, unit_terms
+from evident.offline.voice import PromptReader, unprompted
 
 __all__ = ["compose_answer", "answer_coverage", "preface", "PREFACE_LEAD", "PREFACE_TAIL", "MAX_SENTENCES"]
 
@@ -53,6 +54,7 @@ class _Sentence:
     strong: bool = False
     # Of the extractor's best window, kept whole and cut last: unless it is below PASSAGE_RELEVANCE.
     lead: bool = False
+    prompt: bool = False  # a FAQ prompt in the reader's voice (offline/voice.py): selected, not shown
 
 
 def answer_coverage(query: str, text: str) -> float:
@@ -117,6 +119,7 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
         for n, part in enumerate(decision.quote.split(QUOTE_JOINER)):
             gap = gap or n > 0  # the quote left text out between its parts ("…")
             units = _units(part)
+            reader = PromptReader(part)
             for i, (raw, kind) in enumerate(units):
                 if kind in ("heading", "fence", "rule") or is_noise(raw, kind):
                     continue
@@ -124,6 +127,7 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
                 text = " ".join((strip_marker(raw, kind) if kind in ("item", "row") else raw).split())
                 if not content_keys(text):
                     continue
+                prompt = reader.read(raw, text, bullet)
                 # Merged only when identical (modulo spacing): the one sentence shown must be a
                 # verbatim quote of every document it cites.
                 if text in by_key:
@@ -133,7 +137,7 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
                     gap = True
                     continue
                 label = not bullet and text.endswith(":")
-                sentence = _Sentence(text, bullet, label, p, len(out), [decision.url], after_gap=gap)
+                sentence = _Sentence(text, bullet, label, p, len(out), [decision.url], after_gap=gap, prompt=prompt)
                 gap = False
                 # A header row (the one above the |---| line) names the columns, not a thing.
                 header = i + 1 < len(units) and not units[i + 1][0].strip(_TABLE_RULE)
@@ -387,10 +391,10 @@ def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *, weak_c
     """
     live = [d for d in decisions if d.action != "dropped" and d.quote.strip()]
     # A verified passage none of whose sentences `_select` keeps is not cited: drops.NOT_CHOSEN.
-    sentences = _select(_sentences(live), query)
+    sentences = unprompted(selected := _select(_sentences(live), query))
     if not sentences:
         return ""
-    covered = answer_coverage(query, " ".join(s.text for s in sentences))
+    covered = answer_coverage(query, " ".join(s.text for s in selected))  # a prompt says what is answered
     if covered < weak_coverage:
         return _render_weak(query, sentences)
     return _render(sentences)

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evident.offline.composer import PREFACE_LEAD, PREFACE_TAIL, answer_coverage, compose_answer, preface
+from evident.offline.voice import PromptReader
 from tests.support.offline import assert_grounded, cited_sentences, decision, norm
 
 BILLING = "https://help.acme.example/billing"
@@ -341,3 +342,34 @@ def test_a_question_is_shown_with_its_answer() -> None:
     shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
     assert shown[-2:] == ["What does coverage cost for a child?", "There is no charge until the age of 18."]
     assert len(shown) == 5
+
+
+def test_a_prompt_in_the_readers_voice_is_not_shown() -> None:
+    # "I received a letter ... What can I do?" is the page's FAQ question as its reader puts it:
+    # shown, the answer would speak about itself; the sentence under it answers the reader.
+    query = "I received a letter that says my insurance lapsed. What should I do?"
+    decisions = [
+        decision("p1", POLICY, "I received a letter that states my insurance lapsed. What can I do?\n"
+                               "The letter means your insurance company told us that your insurance ended."),
+    ]
+    shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
+    assert shown == ["The letter means your insurance company told us that your insurance ended."]
+
+
+def test_a_prompt_stays_when_its_answer_shares_no_question_word() -> None:
+    # "You must surrender the registration." says nothing of stolen plates: the prompt ties it to them.
+    query = "My plates were stolen"
+    quote = "My vehicle plates were lost, stolen or destroyed. What can I do?\nYou must surrender the registration."
+    decisions = [decision("p1", POLICY, quote)]
+    shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
+    assert shown[0] == "My vehicle plates were lost, stolen or destroyed."
+    assert shown[-1] == "You must surrender the registration."
+
+
+def test_reader_prompts() -> None:
+    part = "I am a student. What can I do?\nWhat happens next? I-94 forms are accepted.\nMy plates were stolen."
+    reader = PromptReader(part)
+    units = ["I am a student.", "What can I do?", "What happens next?", "I-94 forms are accepted.",
+             "My plates were stolen."]
+    assert [reader.read(u, u) for u in units] == [True, True, False, False, True]
+    assert not PromptReader("I am a student.").read("I am a student.", "I am a student.", item=True)
