@@ -12,7 +12,8 @@ Printed, with 95% confidence intervals by the binomial approximation the paper u
 - groundedness (a cited page is gold, paper Eq. 3) and first-citation precision (the first cited page
   is gold), against BM25 top-1 (the index's first hit is gold) and retrieval recall@1/@3/@top_n;
 - evidence recall: a gold evidence string inside the cited quotes (case and spacing folded), and the
-  share of those answers whose first cited sentence holds it ("the first sentence is the best evidence");
+  share of those answers whose first cited sentence holds it ("the first sentence is the best evidence"),
+  and whose first cited sentence holds it or is the opening of a gold string of several sentences;
 - shape: median cited sentences, and off-topic sentences (sharing no content word with the question
   without continuing the sentence before them in the same source);
 - abstention on unanswerable questions and false abstention on answerable ones;
@@ -134,6 +135,15 @@ def main(argv: list[str] | None = None) -> int:
     rn = sum(bool(set(r["retrieved"]) & r["gold"]) for r in answerable)
     evidence = [r for r in answerable if holds(quotes(r), r["q"])]
     first_best = sum(holds(r["citations"][0].quote, r["q"]) for r in evidence)
+
+    def opens(r: dict[str, Any]) -> bool:
+        # A gold of 2-3 sentences cannot be in one: the first cited sentence holds a gold string the
+        # answer quotes, or is its opening.
+        head, flat = norm(r["citations"][0].quote), norm(quotes(r))
+        return any(g in flat and (g in head or (head and g.startswith(head)))
+                   for g in map(norm, r["q"]["gold_evidence"]))
+
+    first_opens = sum(opens(r) for r in evidence)
     sentences = [len({c.sentence for c in r["citations"]}) for r in answered]
     stray = [off_topic(r["citations"], r["q"]["query"], r["docs"]) for r in answered]
     abstain = sum(r["answer"] == INSUFFICIENT_ANSWER for r in unanswerable)
@@ -155,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         ("retrieval recall@top_n", ci(rn, len(answerable))),
         ("evidence recall (gold evidence in cited quotes)", ci(len(evidence), len(answerable))),
         ("... first cited sentence holds it", ci(first_best, len(evidence))),
+        ("... first cited sentence holds it or opens it", ci(first_opens, len(evidence))),
         ("abstained on unanswerable", ci(abstain, len(unanswerable))),
         ("abstained on answerable (false abstention)", ci(false_abstain, len(answerable))),
         ("answers with an off-topic sentence", ci(sum(x > 0 for x in stray), len(answered))),
