@@ -115,6 +115,19 @@ def test_only_the_opening_heading_right_above_the_text_is_taken() -> None:
     assert extractor._opening_heading(deeper, 3, set()) == 3
 
 
+def test_a_title_line_run_together_with_breadcrumbs_still_counts_as_the_title() -> None:
+    # Rule 56: a page's first line glued to the text after it is too long for a heading, but it is
+    # still the page's title line: the heading under it opens the page's text and is quoted with it.
+    glued = analyse(
+        "Direct PLUS Loan Application for Graduate StudentsWilliam D. Ford Federal Direct Loan Program"
+        "Federal Direct PLUS Loan Request for Supplemental Information\n\n"
+        "What is a Direct PLUS Loan Application?\n"
+        "This is a request for supplemental information about your loan. Some schools have a different process."
+    ).units
+    assert not glued[0].heading and glued[1].heading
+    assert extractor._opening_heading(glued, 2, set()) == 1
+
+
 def test_the_opening_heading_does_not_change_the_windows_score() -> None:
     scorer, units, windows = extractor._windows("Why do I need exit counseling?", [EXIT])
     best = windows[0]
