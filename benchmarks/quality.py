@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         # A gold of 2-3 sentences cannot be in one: the first cited sentence holds a gold string the
         # answer quotes, or is its opening.
         head, flat = norm(r["citations"][0].quote), norm(quotes(r))
-        return any(g in flat and (g in head or (head and g.startswith(head)))
+        return any(g and g in flat and (g in head or (head and g.startswith(head) and g[len(head)] == " "))
                    for g in map(norm, r["q"]["gold_evidence"]))
 
     first_opens = sum(opens(r) for r in evidence)

@@ -18,10 +18,7 @@ from evident.alignment.lexicon import STOPWORDS, words
 __all__ = ["CHAT", "MIN_ASKING_WORDS", "SCENARIO_WEIGHT", "message_parts", "message_words"]
 
 # Words of greetings, thanks and requests: never evidence, so they weigh nothing in retrieval or
-# matching (a rare one like "regarding" would otherwise outrank the topic words). So do the frames of
-# a question, "what kind of", "any sort of", "be able to", "is it possible to", "what comes next":
-# "kind" is rarer in pages than "documents" or "card", and for "What kind of documents are required
-# to get a card?" ranked a moped page ("other kinds of proof") above the card pages (rule 54).
+# matching (a rare one like "regarding" would otherwise outrank the topic words).
 CHAT: frozenset[str] = frozenset(
     """hello hi hey hiya greetings morning afternoon evening good day thanks thank cheers dear sir madam
     wondering wonder wondered curious question questions ask asking asked inquire inquiry enquire enquiry
@@ -29,8 +26,15 @@ CHAT: frozenset[str] = frozenset(
     looking look find finding learn wanted wants needed like love hoping hope trying try am im ve ll
     provide give show explain guide guidance advice advise kindly okay ok yes sure things stuff topic
     something someone anything somebody anyone little bit few some could would today doing came come
-    comes coming understand understanding obtain kind kinds sort sorts able possible""".split()
+    comes coming understand understanding obtain""".split()
 )
+# The frames of a question weigh nothing where they frame it, "what kind of", "any sort of", "be able
+# to", "is it possible to": "kind" is rarer in pages than "documents" or "card", and for "What kind of
+# documents are required to get a card?" ranked a moped page ("other kinds of proof") above the card
+# pages (rule 54). Elsewhere the same words can be the topic: "an ABLE account", "in-kind support",
+# "sort the report by date".
+_FRAME = re.compile(r"\b(?:[Kk]inds?|[Ss]orts?)\s+of\b|\b[Aa]ble\s+to\b|\b[Pp]ossible\s+(?:to|for|that)\b")
+_FRAME_WORDS = frozenset("kind kinds sort sorts able possible".split())
 # A sentence asks when it ends with "?" or opens like a question or a request.
 _ASK_OPENERS = frozenset(
     """how what when where why who whom whose which can could do does did is are was were will would
@@ -73,9 +77,11 @@ def message_words(query: str) -> dict[str, float]:
     them); chat words weigh 0, stopwords are left out."""
     out: dict[str, float] = {}
     for part, weight in message_parts(query):
+        framed = {w for m in _FRAME.finditer(part) for w in words(m.group()) if w in _FRAME_WORDS}
         for w in words(part):
             if w in STOPWORDS:
                 continue
-            value = 0.0 if w in CHAT or w in _STUBS or (len(w) == 1 and not w.isdigit()) else weight
+            chat = w in CHAT or w in framed or w in _STUBS
+            value = 0.0 if chat or (len(w) == 1 and not w.isdigit()) else weight
             out[w] = max(out.get(w, 0.0), value)
     return out

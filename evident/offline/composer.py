@@ -26,8 +26,8 @@ PASSAGE_RELEVANCE = 0.5
 # sentence at least STRONG_RELEVANCE as on-topic as the best one, up to MAX_LONG_SENTENCES.
 STRONG_RELEVANCE = 0.67
 MAX_LONG_SENTENCES = 6
-# A reply this short ("Nothing.", "Not always.") says which way the answer goes, not why.
-BARE_REPLY_WORDS = 2
+# A reply this short ("Nothing.", "Not always."; characters for scripts without spaces) says which way, not why.
+BARE_REPLY_WORDS, BARE_REPLY_CHARS = 2, 16
 
 
 @dataclass
@@ -264,8 +264,8 @@ def _kept_orders(sentences: list[_Sentence], cap: int) -> set[int]:
         if answer is not None and _answers(s, answer):
             group.append(answer)
             reason = following.get(answer.order)
-            if (reason is not None and len(answer.text.split()) <= BARE_REPLY_WORDS and not reason.bullet
-                    and reason.passage == answer.passage and not reason.after_gap):
+            bare = len(answer.text.split()) <= BARE_REPLY_WORDS and len(answer.text) <= BARE_REPLY_CHARS
+            if bare and reason and not reason.bullet and reason.passage == answer.passage and not reason.after_gap:
                 group.append(reason)
         room = cap if len(group) == 1 else max(cap, min(MAX_LONG_SENTENCES, cap + len(group) - 1))
         if len(keep) + len(group) <= room:
@@ -300,7 +300,7 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
         s.tail = s.order > last_relevant.get(s.passage, -1)
     # The floor spares the extractor's best window: it ranked first on more than the question's words
     # (the title or heading above it, the page's rank; "Loans must be repaid." opening "Understanding
-    # Delinquency"). Below the floor it is ranked like a later passage and shown after the others.
+    # Delinquency"). Below the floor it loses the lead's place, ranks by relevance and is shown last.
     late = best.get(0, 0.0) < PASSAGE_RELEVANCE * top
     floor = [s for s in sentences if s.passage == 0 or best[s.passage] >= PASSAGE_RELEVANCE * top]
     for s in floor:
@@ -390,8 +390,8 @@ def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *, weak_c
     citable is left.
     """
     live = [d for d in decisions if d.action != "dropped" and d.quote.strip()]
-    # A verified passage none of whose sentences `_select` keeps is not cited: drops.NOT_CHOSEN.
-    sentences = unprompted(selected := _select(_sentences(live), query))
+    # A verified passage none of whose sentences are shown is not cited (drops.NOT_CHOSEN).
+    sentences = unprompted(selected := _select(every := _sentences(live), query), every)
     if not sentences:
         return ""
     covered = answer_coverage(query, " ".join(s.text for s in selected))  # a prompt says what is answered

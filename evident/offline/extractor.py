@@ -31,6 +31,7 @@ MIN_COVERAGE = 0.32
 # Windows after the first need less coverage (multi-part questions) but must stay near the best one.
 SECONDARY_COVERAGE_RATIO = 0.5
 SECONDARY_SCORE_RATIO = 0.5
+_SENTENCE_END = (".", "!", "?", ":", ";")
 # A sentence this short ("Yes.", "Health care") recurs on unrelated pages: it is not cited as a copy.
 COPY_MIN_WORDS = 4
 
@@ -96,7 +97,7 @@ def _grow(
     return first, last, end
 
 
-def _opening_heading(units: Sequence[Unit], first: int, used: set[int]) -> int:
+def _opening_heading(units: Sequence[Unit], first: int, used: set[int], text: str) -> int:
     """The first unit to quote for a window whose text starts at `first`: the heading right above it
     when that is the heading that opens the page's text (only the page's title line, or page chrome,
     above it), else `first`.
@@ -114,7 +115,11 @@ def _opening_heading(units: Sequence[Unit], first: int, used: set[int]) -> int:
     # The page's first line is its title line however it was read: run together with the breadcrumbs
     # after it ("...for Graduate/Professional StudentsWilliam D. Ford Federal Direct Loan Program...")
     # it is too long for a heading, yet the heading under it still opens the page's text (rule 56).
-    return h if all(x.heading or x.noise for x in units[1:h]) else first
+    # A first line that ends like a sentence is text, not a title.
+    top = units[0]
+    titled = top.heading or top.noise or (
+        top.kind == "prose" and not text[top.start : top.end].rstrip().endswith(_SENTENCE_END))
+    return h if titled and all(x.heading or x.noise for x in units[1:h]) else first
 
 
 def _follows(
@@ -214,7 +219,7 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[Scorer, l
         # starts a thought the sentences after it develop (docs/evaluation.md, rules 24, 48, 49).
         whole = d not in opened or units[d][i].depth == 1
         first, last, end = _grow(units[d], i, used[d], relevant[d], whole=whole)
-        lead = _opening_heading(units[d], first, used[d])
+        lead = _opening_heading(units[d], first, used[d], documents[d].content)
         used[d].update(range(lead, end + 1))
         w = _window(scorer, units[d], d, first, last, i, end, lead)
         if w is not None:

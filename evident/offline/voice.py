@@ -31,7 +31,8 @@ class PromptReader:
         item or table row (`item`) never is."""
         start = self._part.find(raw, self._end)
         same_line = start >= 0 and "\n" not in self._part[self._end : start]
-        self._end = max(self._end, start + len(raw))
+        if start >= 0:
+            self._end = start + len(raw)
         if item:
             self._prompt = False
         elif text.endswith(("?", "？")):
@@ -44,28 +45,39 @@ class PromptReader:
 class _Shown(Protocol):
     prompt: bool
     passage: int
+    order: int
     relevance: float
 
 
 S = TypeVar("S", bound=_Shown)
 
 
-def unprompted(sentences: list[S]) -> list[S]:
-    """`sentences` (in answer order) without the prompts whose answer, the next sentence of their
-    passage, shares a question word (`relevance` > 0): that sentence answers the reader directly.
-    A prompt whose next sentence shares none stays, as what ties that sentence to the question
-    ("My vehicle plates were lost, stolen or destroyed." before "You must surrender the vehicle
-    registration to the DMV."); a prompt whose answer was cut goes, as it promises an answer the
-    reader does not get. An answer of prompts only is kept as it is."""
-    out: list[S] = []
+def unprompted(sentences: list[S], every: list[S]) -> list[S]:
+    """`sentences` (in answer order, chosen from `every`, all sentences of the quotes in order) without
+    the prompts whose answer is shown right after them: the first sentence after them in their passage
+    that is no prompt, when it shares a question word (`relevance` > 0) and so answers the reader
+    directly. A prompt stays in every other case: when that sentence shares no question word, the
+    prompt is what ties it to the question ("My vehicle plates were lost, stolen or destroyed." before
+    "You must surrender the vehicle registration to the DMV."); when it was cut, the prompt is what
+    the answer kept of its passage (and its page's citation). So the words of a hidden prompt are
+    always said by the answer that follows it."""
+    answer: dict[int, int] = {}  # a prompt's order -> the order of the sentence that answers it
     pending: list[S] = []
-    for s in sentences:
+    for s in every:
+        if pending and s.passage != pending[-1].passage:
+            pending = []
         if s.prompt:
-            pending = [p for p in pending if p.passage == s.passage]
             pending.append(s)
             continue
-        if pending and s.passage == pending[-1].passage and s.relevance <= 0:
-            out.extend(pending)
+        answer.update((p.order, s.order) for p in pending)
         pending = []
+    out: list[S] = []
+    run: list[S] = []  # the prompts shown since the last other sentence
+    for s in sentences:
+        if s.prompt:
+            run.append(s)
+            continue
+        out.extend(p for p in run if not (answer.get(p.order) == s.order and s.relevance > 0))
+        run = []
         out.append(s)
-    return out or pending
+    return out + run

@@ -373,3 +373,27 @@ def test_reader_prompts() -> None:
              "My plates were stolen."]
     assert [reader.read(u, u) for u in units] == [True, True, False, False, True]
     assert not PromptReader("I am a student.").read("I am a student.", "I am a student.", item=True)
+
+
+def test_a_prompt_whose_answer_is_not_shown_stays() -> None:
+    # Review findings: a prompt hidden while its answer was cut left a page uncited, and its words
+    # counted toward coverage though the answer did not say them (the weak preface was skipped).
+    query = "What do I do when my license plates are stolen?"
+    decisions = [
+        decision("p1", BILLING, "License renewals are handled online."),
+        decision("p2", POLICY, "My license plates were stolen.\n\nCall the police first."),
+    ]
+    answer = compose_answer(query, decisions)
+    shown = [s for s, _ in assert_grounded(answer, decisions)]
+    assert "My license plates were stolen." in shown
+    assert {u for _, urls in assert_grounded(answer, decisions) for u in urls} == {BILLING, POLICY}
+
+
+def test_an_answer_of_prompts_only_keeps_them_all() -> None:
+    query = "What if my plates were stolen or lost?"
+    decisions = [
+        decision("p1", POLICY, "I lost my license plates."),
+        decision("p2", BILLING, "I found stolen plates on my car."),
+    ]
+    shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
+    assert shown == ["I lost my license plates.", "I found stolen plates on my car."]

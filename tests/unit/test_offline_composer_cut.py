@@ -131,8 +131,8 @@ def test_a_bare_reply_comes_with_the_sentence_that_says_why() -> None:
 
 def test_the_best_passage_below_the_relevance_floor_is_shown_after_the_others() -> None:
     # The extractor's best window ("Loans must be repaid." opening the page on delinquency) shares one
-    # question word where the others share three: it is kept, not dropped, but it is ranked like a
-    # later passage and shown after the on-topic ones (rule 47).
+    # question word where the others share three: it is kept, not dropped, but it loses the lead's
+    # place, ranks by its relevance and is shown after the on-topic ones (rule 47).
     query = "What happens with student loan delinquency?"
     opening = "Loans must be repaid."
     decisions = [

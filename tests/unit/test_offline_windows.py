@@ -101,31 +101,37 @@ def test_a_window_under_the_pages_opening_heading_quotes_it() -> None:
 
 def test_only_the_opening_heading_right_above_the_text_is_taken() -> None:
     units = analyse(EXIT.content).units
-    assert extractor._opening_heading(units, 2, set()) == 1
+    assert extractor._opening_heading(units, 2, set(), EXIT.content) == 1
     # Not the second sentence under it, nor text under a deeper section heading, nor a heading
     # another window already quotes.
-    assert extractor._opening_heading(units, 3, set()) == 3
-    assert extractor._opening_heading(units, 5, set()) == 5
-    assert extractor._opening_heading(units, 2, {1}) == 2
+    assert extractor._opening_heading(units, 3, set(), EXIT.content) == 3
+    assert extractor._opening_heading(units, 5, set(), EXIT.content) == 5
+    assert extractor._opening_heading(units, 2, {1}, EXIT.content) == 2
     # Text right under the page's first line: that line is the page's title, which the citation names.
-    title_only = analyse("Exit Counseling\nExit counseling prepares you to repay your loan.").units
-    assert extractor._opening_heading(title_only, 1, set()) == 1
+    text = "Exit Counseling\nExit counseling prepares you to repay your loan."
+    assert extractor._opening_heading(analyse(text).units, 1, set(), text) == 1
     # A heading with text above it on the page opens a section, not the page.
-    deeper = analyse("Exit Counseling\nIt is required.\n\nWhat is it?\nIt prepares you to repay.").units
-    assert extractor._opening_heading(deeper, 3, set()) == 3
+    text = "Exit Counseling\nIt is required.\n\nWhat is it?\nIt prepares you to repay."
+    assert extractor._opening_heading(analyse(text).units, 3, set(), text) == 3
 
 
 def test_a_title_line_run_together_with_breadcrumbs_still_counts_as_the_title() -> None:
     # Rule 56: a page's first line glued to the text after it is too long for a heading, but it is
     # still the page's title line: the heading under it opens the page's text and is quoted with it.
-    glued = analyse(
+    text = (
         "Direct PLUS Loan Application for Graduate StudentsWilliam D. Ford Federal Direct Loan Program"
         "Federal Direct PLUS Loan Request for Supplemental Information\n\n"
         "What is a Direct PLUS Loan Application?\n"
         "This is a request for supplemental information about your loan. Some schools have a different process."
-    ).units
+    )
+    glued = analyse(text).units
     assert not glued[0].heading and glued[1].heading
-    assert extractor._opening_heading(glued, 2, set()) == 1
+    assert extractor._opening_heading(glued, 2, set(), text) == 1
+    # A first line that ends like a sentence is the page's text: the heading under it opens a section.
+    text = ("Employees may work remotely on two days a week, agreed with their manager in advance.\n\n"
+            "How do I get a laptop for remote work?\n"
+            "Laptops for remote work are provided by the IT service desk within five days.")
+    assert extractor._opening_heading(analyse(text).units, 2, set(), text) == 2
 
 
 def test_the_opening_heading_does_not_change_the_windows_score() -> None:
