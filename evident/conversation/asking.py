@@ -33,8 +33,16 @@ CHAT: frozenset[str] = frozenset(
 # documents are required to get a card?" ranked a moped page ("other kinds of proof") above the card
 # pages (rule 54). Elsewhere the same words can be the topic: "an ABLE account", "in-kind support",
 # "sort the report by date".
-_FRAME = re.compile(r"\b(?:[Kk]inds?|[Ss]orts?)\s+of\b|\b[Aa]ble\s+to\b|\b[Pp]ossible\s+(?:to|for|that)\b")
+_FRAME = re.compile(
+    r"\b(?:kinds?|sorts?)\s+of\b|\bable\s+to\b|\bpossible\s+(?:to|for|that)\b|\b(?:it|that|this)\s+possible\b",
+    re.IGNORECASE,
+)
 _FRAME_WORDS = frozenset("kind kinds sort sorts able possible".split())
+
+
+def _framed(part: str) -> set[str]:
+    """The frame words of one sentence that frame it there ("kind" in "what kind of")."""
+    return {w for m in _FRAME.finditer(part) for w in words(m.group()) if w in _FRAME_WORDS}
 # A sentence asks when it ends with "?" or opens like a question or a request.
 _ASK_OPENERS = frozenset(
     """how what when where why who whom whose which can could do does did is are was were will would
@@ -58,7 +66,7 @@ def message_parts(query: str) -> list[tuple[str, float]]:
     """The message's sentences with their weight: 1 for the asking part, SCENARIO_WEIGHT for the
     rest; a message with no recognisable asking sentence weighs every sentence 1."""
     parts = [p.strip() for p in _SENTENCE_END.split(unicodedata.normalize("NFKC", query)) if p.strip()]
-    content = [p for p in parts if any(w not in CHAT and w not in STOPWORDS for w in words(p))]
+    content = [p for p in parts if any(w not in CHAT and w not in STOPWORDS and w not in _framed(p) for w in words(p))]
     if not content:
         return [(p, 1.0) for p in parts]
     asking = [p.rstrip().endswith("?") or (words(p)[:1] or [""])[0] in _ASK_OPENERS
@@ -67,7 +75,7 @@ def message_parts(query: str) -> list[tuple[str, float]]:
         return [(p, 1.0) for p in content]
     # "Who do I tell and how quickly?" names nothing: the scenario before it says what it is about.
     named = {w for p, a in zip(content, asking, strict=True) if a
-             for w in words(p) if w not in CHAT and w not in STOPWORDS}
+             for w in words(p) if w not in CHAT and w not in STOPWORDS and w not in _framed(p)}
     scenario = SCENARIO_WEIGHT if len(named) >= MIN_ASKING_WORDS else 1.0
     return [(p, 1.0 if a else scenario) for p, a in zip(content, asking, strict=True)]
 
@@ -77,7 +85,7 @@ def message_words(query: str) -> dict[str, float]:
     them); chat words weigh 0, stopwords are left out."""
     out: dict[str, float] = {}
     for part, weight in message_parts(query):
-        framed = {w for m in _FRAME.finditer(part) for w in words(m.group()) if w in _FRAME_WORDS}
+        framed = _framed(part)
         for w in words(part):
             if w in STOPWORDS:
                 continue

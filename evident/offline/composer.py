@@ -263,8 +263,8 @@ def _kept_orders(sentences: list[_Sentence], cap: int) -> set[int]:
         answer = following.get(s.order)
         if answer is not None and _answers(s, answer):
             group.append(answer)
-            reason = following.get(answer.order)
-            bare = len(answer.text.split()) <= BARE_REPLY_WORDS and len(answer.text) <= BARE_REPLY_CHARS
+            reason, w = following.get(answer.order), answer.text.split()
+            bare = len(w) <= BARE_REPLY_WORDS and (len(w) > 1 or len(answer.text) <= BARE_REPLY_CHARS)
             if bare and reason and not reason.bullet and reason.passage == answer.passage and not reason.after_gap:
                 group.append(reason)
         room = cap if len(group) == 1 else max(cap, min(MAX_LONG_SENTENCES, cap + len(group) - 1))

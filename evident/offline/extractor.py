@@ -31,7 +31,7 @@ MIN_COVERAGE = 0.32
 # Windows after the first need less coverage (multi-part questions) but must stay near the best one.
 SECONDARY_COVERAGE_RATIO = 0.5
 SECONDARY_SCORE_RATIO = 0.5
-_SENTENCE_END = (".", "!", "?", ":", ";")
+_SENTENCE_END = (".", "!", "?", ":", ";", "。", "！", "？")
 # A sentence this short ("Yes.", "Health care") recurs on unrelated pages: it is not cited as a copy.
 COPY_MIN_WORDS = 4
 
@@ -117,8 +117,8 @@ def _opening_heading(units: Sequence[Unit], first: int, used: set[int], text: st
     # it is too long for a heading, yet the heading under it still opens the page's text (rule 56).
     # A first line that ends like a sentence is text, not a title.
     top = units[0]
-    titled = top.heading or top.noise or (
-        top.kind == "prose" and not text[top.start : top.end].rstrip().endswith(_SENTENCE_END))
+    titled = top.noise or (top.kind in ("prose", "heading")
+                           and not text[top.start : top.end].rstrip().rstrip("\"'”’)]").endswith(_SENTENCE_END))
     return h if titled and all(x.heading or x.noise for x in units[1:h]) else first
 
 

@@ -47,6 +47,8 @@ class _Shown(Protocol):
     passage: int
     order: int
     relevance: float
+    urls: list[str]
+    after_gap: bool
 
 
 S = TypeVar("S", bound=_Shown)
@@ -59,12 +61,14 @@ def unprompted(sentences: list[S], every: list[S]) -> list[S]:
     directly. A prompt stays in every other case: when that sentence shares no question word, the
     prompt is what ties it to the question ("My vehicle plates were lost, stolen or destroyed." before
     "You must surrender the vehicle registration to the DMV."); when it was cut, the prompt is what
-    the answer kept of its passage (and its page's citation). So the words of a hidden prompt are
-    always said by the answer that follows it."""
+    the answer kept of its passage (and its page's citation). A prompt merged with the same line of
+    another page is hidden only when its answer is cited on every page it is. So the words of a hidden
+    prompt are always said by the answer that follows it, on the same pages."""
     answer: dict[int, int] = {}  # a prompt's order -> the order of the sentence that answers it
     pending: list[S] = []
     for s in every:
-        if pending and s.passage != pending[-1].passage:
+        # Text left out before `s`, or its answer merged into an earlier page's copy: not its answer.
+        if pending and (s.passage != pending[-1].passage or s.after_gap):
             pending = []
         if s.prompt:
             pending.append(s)
@@ -77,7 +81,8 @@ def unprompted(sentences: list[S], every: list[S]) -> list[S]:
         if s.prompt:
             run.append(s)
             continue
-        out.extend(p for p in run if not (answer.get(p.order) == s.order and s.relevance > 0))
+        out.extend(p for p in run
+                   if not (answer.get(p.order) == s.order and s.relevance > 0 and set(p.urls) <= set(s.urls)))
         run = []
         out.append(s)
     return out + run

@@ -397,3 +397,15 @@ def test_an_answer_of_prompts_only_keeps_them_all() -> None:
     ]
     shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
     assert shown == ["I lost my license plates.", "I found stolen plates on my car."]
+
+
+def test_a_prompt_on_two_pages_stays_unless_its_answer_is_cited_on_both() -> None:
+    # Second review: the prompt, merged under both pages, was hidden before an answer cited on one.
+    query = "What do I do when my license plates are stolen?"
+    decisions = [
+        decision("p1", BILLING, "My license plates were stolen.\n\nReport stolen plates to the police."),
+        decision("p2", POLICY, "My license plates were stolen.\n\nWe can't help with that at this office."),
+    ]
+    answer = compose_answer(query, decisions)
+    cited = {u for _, urls in assert_grounded(answer, decisions) for u in urls}
+    assert cited == {BILLING, POLICY}

@@ -69,6 +69,16 @@ def test_the_frame_of_a_question_is_not_searched() -> None:
         assert frame not in terms and terms
 
 
+def test_frame_words_outside_a_frame_are_topic_words() -> None:
+    # Review: "an ABLE account", "sort the report" name the topic; only the frame weighs nothing.
+    assert message_words("How do I open an ABLE account?")["able"] > 0
+    assert message_words("How do I sort the report by date?")["sort"] > 0
+    assert message_words("WHAT KIND OF DOCUMENTS do I need?")["kind"] == 0
+    # A frame word is no topic word of the asking part either: the scenario before it keeps its weight.
+    parts = message_parts("I lost my card abroad. What kind of documents?")
+    assert [w for _, w in parts] == [1.0, 1.0]
+
+
 def test_a_rare_request_word_no_longer_outranks_the_topic(tmp_path: Path) -> None:
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(
