@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -375,18 +376,20 @@ def test_reader_prompts() -> None:
     assert not PromptReader("I am a student.").read("I am a student.", "I am a student.", item=True)
 
 
-def test_a_prompt_whose_answer_is_not_shown_stays() -> None:
-    # Review findings: a prompt hidden while its answer was cut left a page uncited, and its words
-    # counted toward coverage though the answer did not say them (the weak preface was skipped).
-    query = "What do I do when my license plates are stolen?"
-    decisions = [
-        decision("p1", BILLING, "License renewals are handled online."),
-        decision("p2", POLICY, "My license plates were stolen.\n\nCall the police first."),
-    ]
-    answer = compose_answer(query, decisions)
-    shown = [s for s, _ in assert_grounded(answer, decisions)]
-    assert "My license plates were stolen." in shown
-    assert {u for _, urls in assert_grounded(answer, decisions) for u in urls} == {BILLING, POLICY}
+@pytest.mark.parametrize("first, second", [
+    # Review: a prompt hidden while its answer was cut left a page uncited, and its words counted
+    # toward coverage though the answer did not say them (the weak preface was skipped).
+    ("License renewals are handled online.", "My license plates were stolen.\n\nCall the police first."),
+    # Second review: the prompt, merged under both pages, was hidden before an answer cited on one.
+    ("My license plates were stolen.\n\nReport stolen plates to the police.",
+     "My license plates were stolen.\n\nWe can't help with that at this office."),
+])
+def test_a_prompt_stays_where_it_keeps_a_pages_citation(first: str, second: str) -> None:
+    decisions = [decision("p1", BILLING, first), decision("p2", POLICY, second)]
+    answer = compose_answer("What do I do when my license plates are stolen?", decisions)
+    shown = assert_grounded(answer, decisions)
+    assert "My license plates were stolen." in [s for s, _ in shown]
+    assert {u for _, urls in shown for u in urls} == {BILLING, POLICY}
 
 
 def test_an_answer_of_prompts_only_keeps_them_all() -> None:
@@ -397,15 +400,3 @@ def test_an_answer_of_prompts_only_keeps_them_all() -> None:
     ]
     shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
     assert shown == ["I lost my license plates.", "I found stolen plates on my car."]
-
-
-def test_a_prompt_on_two_pages_stays_unless_its_answer_is_cited_on_both() -> None:
-    # Second review: the prompt, merged under both pages, was hidden before an answer cited on one.
-    query = "What do I do when my license plates are stolen?"
-    decisions = [
-        decision("p1", BILLING, "My license plates were stolen.\n\nReport stolen plates to the police."),
-        decision("p2", POLICY, "My license plates were stolen.\n\nWe can't help with that at this office."),
-    ]
-    answer = compose_answer(query, decisions)
-    cited = {u for _, urls in assert_grounded(answer, decisions) for u in urls}
-    assert cited == {BILLING, POLICY}
