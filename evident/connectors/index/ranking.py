@@ -275,10 +275,9 @@ class TantivyMirror:
         clauses = []
         for token, weight in tokens.items():
             query = tantivy.Query.term_query(self._schema, "text", token)
-            # Tantivy's IDF is ln(1 + x), FTS5's ln(x) floored at 1e-6, x = (N - n + 0.5) / (n + 0.5):
-            # FTS5 all but ignores words in half the documents or more. Boosting by the ratio gives
-            # FTS5's weights (measured better on the example questions than Tantivy's own), floored
-            # at fts_query.IDF_FLOOR so that such words still count a little (rule 53).
+            # Tantivy's IDF is ln(1 + x), FTS5's ln(x), x = (N - n + 0.5) / (n + 0.5): boosting by the ratio
+            # gives FTS5's weights (better on the example questions than Tantivy's own), floored at
+            # fts_query.IDF_FLOOR, since FTS5 all but ignores words in half the documents or more (rule 53).
             matching = int(searcher.doc_freq("text", token))
             x = (documents - matching + 0.5) / (matching + 0.5)
             clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(query, _idf_ratio(x) * weight)))
