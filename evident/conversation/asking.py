@@ -43,6 +43,14 @@ _FRAME_WORDS = frozenset("kind kinds sort sorts able possible".split())
 def _framed(part: str) -> set[str]:
     """The frame words of one sentence that frame it there ("kind" in "what kind of")."""
     return {w for m in _FRAME.finditer(part) for w in words(m.group()) if w in _FRAME_WORDS}
+
+
+def _topic_words(part: str) -> set[str]:
+    """The words of one sentence that name something: no chat word, stopword or frame."""
+    framed = _framed(part)
+    return {w for w in words(part) if w not in CHAT and w not in STOPWORDS and w not in framed}
+
+
 # A sentence asks when it ends with "?" or opens like a question or a request.
 _ASK_OPENERS = frozenset(
     """how what when where why who whom whose which can could do does did is are was were will would
@@ -66,7 +74,7 @@ def message_parts(query: str) -> list[tuple[str, float]]:
     """The message's sentences with their weight: 1 for the asking part, SCENARIO_WEIGHT for the
     rest; a message with no recognisable asking sentence weighs every sentence 1."""
     parts = [p.strip() for p in _SENTENCE_END.split(unicodedata.normalize("NFKC", query)) if p.strip()]
-    content = [p for p in parts if any(w not in CHAT and w not in STOPWORDS and w not in _framed(p) for w in words(p))]
+    content = [p for p in parts if _topic_words(p)]
     if not content:
         return [(p, 1.0) for p in parts]
     asking = [p.rstrip().endswith("?") or (words(p)[:1] or [""])[0] in _ASK_OPENERS
@@ -74,8 +82,7 @@ def message_parts(query: str) -> list[tuple[str, float]]:
     if all(asking) or not any(asking):
         return [(p, 1.0) for p in content]
     # "Who do I tell and how quickly?" names nothing: the scenario before it says what it is about.
-    named = {w for p, a in zip(content, asking, strict=True) if a
-             for w in words(p) if w not in CHAT and w not in STOPWORDS and w not in _framed(p)}
+    named = {w for p, a in zip(content, asking, strict=True) if a for w in _topic_words(p)}
     scenario = SCENARIO_WEIGHT if len(named) >= MIN_ASKING_WORDS else 1.0
     return [(p, 1.0 if a else scenario) for p, a in zip(content, asking, strict=True)]
 
