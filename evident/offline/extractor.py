@@ -175,7 +175,7 @@ def _window(
     # question asks about ("Tessellate") is shared when the page names it, as coverage counts it:
     # "Passwords must be at least 14 characters long." on that company's page shares two words with
     # "What is the minimum length for a password at Tessellate?", not one (rule 52).
-    named = scorer.names & scorer.doc_terms[d]
+    named = scorer.names_in(d)
     return _Window(
         d, first, last, score, scorer.coverage(terms | above, d), scorer.good(terms),
         sum(1 for t in scorer.weights if t in terms or t in named), last if end is None else end,

@@ -91,12 +91,16 @@ class Scorer:
     def coverage(self, terms: frozenset[str], doc: int) -> float:
         """Share of the query weight a window covers; names count when its document names them.
         Scenario terms count only where they match: the scenario chooses, it does not veto."""
-        present = terms | (self.names & self.doc_terms[doc])
+        present = terms | self.names_in(doc)
         missing = sum(w for t, w in self.weights.items() if t in self.scenario and t not in present)
         share = self.matched(present) / (self.total - missing) if self.total > missing else 0.0
         if any(t not in self.doc_terms[doc] for t in self.known_names):
             share *= ENTITY_MISS
         return share
+
+    def names_in(self, doc: int) -> frozenset[str]:
+        """The names the question asks about that document `doc` (its title and URL included) holds."""
+        return self.names & self.doc_terms[doc]
 
     def matched(self, terms: frozenset[str]) -> float:
         return sum(w for t, w in self.weights.items() if t in terms)
