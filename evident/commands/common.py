@@ -6,6 +6,7 @@ import json
 import logging
 import re
 import sys
+import unicodedata
 from collections.abc import Iterator
 from typing import Any, NamedTuple, NoReturn
 
@@ -13,9 +14,18 @@ import typer
 
 USAGE_ERROR = 2
 
-# C0 controls except tab and newline, DEL, C1 controls (0x9b is a one-byte CSI on some terminals),
-# and lone surrogates (undecodable bytes of a command line argument, which cannot be printed).
-_TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# Printable ASCII, tab and newline are always safe; any other character is judged by its category.
+_MAYBE_UNSAFE = re.compile(r"[^\t\n -~]")
+# Characters a terminal acts on or a reader cannot see: controls (C0 but tab and newline, DEL, C1:
+# 0x9b is a one-byte CSI on some terminals), format characters (bidi overrides and isolates reorder
+# the text around them, so a quote can show other words than it holds; zero-width spaces, the BOM
+# and soft hyphens hide inside words), lone surrogates (undecodable argument bytes, unprintable),
+# private-use and unassigned code points (no agreed glyph), line and paragraph separators.
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+# ZWNJ and ZWJ spell words in Persian, Indic scripts and emoji sequences (as in doc_ids._JOINERS);
+# between two letters, marks or symbols they stay, anywhere else they are shown escaped.
+_JOINERS = frozenset({"\u200c", "\u200d"})
+_JOINED = frozenset("LMS")
 # Whole ESC sequences: CSI (ESC [ ... final byte), OSC and other strings (ESC ] P X ^ _ ... ST or
 # BEL), and two-character escapes; a query loses them entirely rather than keeping their arguments.
 _ESCAPE_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[\]PX^_].*?(?:\x07|\x1b\\|$)|\x1b[ -~]", re.DOTALL)
@@ -27,15 +37,39 @@ def safe_text(text: str) -> str:
 
     Documents, queries, file names and model output are untrusted; raw, an ESC could recolour,
     retitle or rewrite the terminal (a CSI can move the cursor over earlier lines, an OSC can set
-    a clickable link). Every human-output path of the CLI prints through this. Newlines and tabs
-    stay; a CRLF line end becomes a newline; anything else becomes `\\xNN` (or `\\udcNN`).
+    a clickable link), and a bidi override (U+202E) shows a quote's words in another order than
+    the source holds them. Every human-output path of the CLI prints through this. Newlines and
+    tabs stay; a CRLF line end becomes a newline; every other invisible character (`_INVISIBLE`;
+    ZWJ/ZWNJ inside a word stay) becomes `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN`.
     """
-    return _TERMINAL_UNSAFE.sub(_visible, text.replace("\r\n", "\n"))
+    return _MAYBE_UNSAFE.sub(_visible, text.replace("\r\n", "\n"))
+
+
+def _hidden(match: re.Match[str]) -> bool:
+    """Whether the matched character must not reach a terminal as itself."""
+    char = match.group()
+    if unicodedata.category(char) not in _INVISIBLE:
+        return False
+    if char not in _JOINERS:
+        return True
+    text, at = match.string, match.start()
+    around = text[at - 1 : at] + text[at + 1 : at + 2]
+    return len(around) < 2 or any(unicodedata.category(c)[0] not in _JOINED for c in around)
 
 
 def _visible(match: re.Match[str]) -> str:
+    if not _hidden(match):
+        return match.group()
     code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _json_visible(match: re.Match[str]) -> str:
+    """A JSON `\\u` escape of the matched character if it is hidden (it can only be inside a string)."""
+    if not _hidden(match):
+        return match.group()
+    data = match.group().encode("utf-16-be", "surrogatepass")
+    return "".join(f"\\u{int.from_bytes(data[i : i + 2], 'big'):04x}" for i in range(0, len(data), 2))
 
 
 class QueryError(ValueError):
@@ -103,12 +137,16 @@ def jsonl_lines(raw: bytes) -> Iterator[JsonlLine]:
         yield JsonlLine(number, value)
 
 
+def json_line(data: Any) -> str:
+    """`data` as one line of JSON that is safe on a terminal and decodes to `data` unchanged.
+
+    Readable text stays as it is (not `ensure_ascii`: a Japanese answer stays readable), but every
+    character `safe_text` would escape is a `\\uNNNN` escape: `json.dumps` writes DEL, C1 controls,
+    bidi overrides and lone surrogates (which cannot even be written as UTF-8) raw.
+    """
+    return _MAYBE_UNSAFE.sub(_json_visible, json.dumps(data, ensure_ascii=False))
+
+
 def print_json(data: Any) -> None:
-    try:
-        line = json.dumps(data, ensure_ascii=False)
-        line.encode("utf-8")
-    except UnicodeEncodeError:
-        # Lone surrogates cannot be written as UTF-8; \u escapes keep the line valid JSON.
-        line = json.dumps(data, ensure_ascii=True)
-    sys.stdout.write(line + "\n")
+    sys.stdout.write(json_line(data) + "\n")
     sys.stdout.flush()

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from evident.commands.common import fail, print_json, warn
+from evident.commands.common import fail, print_json, safe_text, warn
 
 DEFAULT_LLM_JOBS = 4
 KEY_METRICS = (
@@ -116,14 +116,17 @@ def _print_human(result: Any, out: Path | None) -> None:
 
     from evident.eval.report import num
 
+    def shown(text: str) -> str:  # dataset and method names come from files: neither markup nor controls
+        return escape(safe_text(text))
+
     console = Console(highlight=False, soft_wrap=True)
-    table = Table(title=f"{result.dataset}: {result.queries} questions (95% CI)")
+    table = Table(title=f"{shown(str(result.dataset))}: {result.queries} questions (95% CI)")
     table.add_column("metric", no_wrap=True)
     for method in result.metrics:
-        table.add_column(method)
+        table.add_column(shown(method))
     baselines = [t.baseline for t in result.tests if t.metric == "groundedness"]
     for b in baselines:
-        table.add_column(f"p vs {b}")
+        table.add_column(f"p vs {shown(b)}")
     p_of = {(t.metric, t.baseline): t.p for t in result.tests}
     for name in KEY_METRICS:
         ps = [p_of.get((name, b)) for b in baselines]
@@ -131,10 +134,10 @@ def _print_human(result: Any, out: Path | None) -> None:
                       *("–" if p is None else f"{p:.3g}{'*' if p < 0.05 else ''}" for p in ps))
     console.print(table)
     for method, reason in result.skipped.items():
-        console.print(f"[dim]{method}: skipped ({escape(reason)})[/]")
+        console.print(f"[dim]{shown(method)}: skipped ({shown(reason)})[/]")
     if result.ablation:
         from evident.eval.report import ablation_table
 
-        console.print(ablation_table(result.ablation), markup=False)
+        console.print(safe_text(ablation_table(result.ablation)), markup=False)
     if out is not None:
-        console.print(f"report: {out / 'report.md'}  results: {out / 'results.json'}")
+        console.print(safe_text(f"report: {out / 'report.md'}  results: {out / 'results.json'}"), markup=False)

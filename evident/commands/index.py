@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evident.commands.common import fail, log_warnings_to_stderr, print_json, warn
+from evident.commands.common import fail, log_warnings_to_stderr, print_json, safe_text, warn
 
 
 def run(
@@ -73,8 +73,8 @@ def run(
     if json_out:
         print_json({"index": str(target), "documents": count, **totals.model_dump()})
     else:
-        print(
+        print(safe_text(
             f"{target}: {count} documents ({totals.added} added, {totals.updated} updated, "
             f"{totals.unchanged} unchanged, {totals.removed} removed, {totals.skipped} skipped)"
-        )
+        ))
     return 0

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from evident.commands.common import fail, warn
 from evident.context import PACKAGE_ROOT, ConfigError
+from evident.web.settings import ServerSettings, load_server_settings
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 2024
@@ -44,6 +45,9 @@ GENERATED_CONFIG = {
     "http": {"app": "evident.web.app:app", "cors": {"allow_origins": []}, "disable_webhooks": True,
              "disable_mcp": True, "disable_a2a": True, "disable_store": True, "disable_ui": True},
 }
+WILDCARD_WARNING = ("serving {host}: only requests whose Host header is a loopback name or an allowed_hosts "
+                    "entry are answered (a rebound DNS name is refused); list the names clients use in "
+                    "[server] allowed_hosts or EVIDENT_ALLOWED_HOSTS")
 INSECURE_WARNING = ("serving {host} without authentication (--insecure): anyone who can reach this "
                     "address can query every public document as an anonymous caller")
 
@@ -120,14 +124,30 @@ def find_langgraph_config(explicit: Path | None = None, cwd: Path | None = None)
     return None
 
 
-def _auth_configured(config: Path | None) -> bool:
-    """Whether the server will authenticate callers (a broken [server] section ends here, clearly)."""
-    from evident.web.settings import load_server_settings
-
+def _server_settings(config: Path | None) -> ServerSettings:
+    """The server's settings as it will read them (a broken [server] section ends here, clearly)."""
     try:
-        return load_server_settings(config).auth_configured
+        return load_server_settings(config)
     except ConfigError as exc:
         fail("serve", str(exc))
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether `host` binds every address of the machine (no one name that clients would send)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
+
+
+def served_host_names(host: str, env: Mapping[str, str]) -> str | None:
+    """`EVIDENT_ALLOWED_HOSTS` for a server bound to `host`: the configured names plus `host` itself
+    when it is one address or name (the `Host` header a client then sends); None to leave it as is."""
+    if is_loopback(host) or is_wildcard(host):
+        return None
+    configured = [name.strip() for name in env.get("EVIDENT_ALLOWED_HOSTS", "").split(",") if name.strip()]
+    name = f"[{host.strip('[]')}]" if ":" in host else host
+    return ",".join(dict.fromkeys([*configured, name]))
 
 
 def _generated_config() -> Path:
@@ -161,6 +181,8 @@ def build_invocation(
     env, notes = server_environment(os.environ if base_env is None else base_env, config=config, corpus=corpus)
     if insecure:
         env["EVIDENT_INSECURE"] = "1"
+    if (names := served_host_names(host, env)) is not None:
+        env["EVIDENT_ALLOWED_HOSTS"] = names
     argv = [executable, "dev", "--no-browser", "--config", str(lg_config), "--host", host, "--port", str(port),
             "--n-jobs-per-worker", str(jobs)]
     if not reload:
@@ -187,7 +209,8 @@ def run(
             fail("serve", f"{path}: corpus path does not exist")
     if langgraph_config is not None and not langgraph_config.is_file():
         fail("serve", f"{langgraph_config}: no such file")
-    auth_configured = _auth_configured(config)
+    settings = _server_settings(config)
+    auth_configured = settings.auth_configured
     problem = check_exposure(host, insecure=insecure, auth_configured=auth_configured)
     if problem:
         fail("serve", problem)
@@ -198,6 +221,8 @@ def run(
                            langgraph_config=langgraph_config, executable=executable, insecure=insecure)
     if insecure and not auth_configured and not is_loopback(host):
         warn("serve", INSECURE_WARNING.format(host=host))
+    if is_wildcard(host) and not settings.allowed_hosts:
+        warn("serve", WILDCARD_WARNING.format(host=host))
     info = {"url": inv.url, "api_docs": f"{inv.url}/docs", "health": f"{inv.url}/health",
             "assistant_id": "evident", "langgraph_config": inv.argv[inv.argv.index("--config") + 1]}
     if json_out:

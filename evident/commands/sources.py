@@ -170,8 +170,8 @@ def run_index(config: Path, only: list[str], json_out: bool) -> int:
     else:
         for row in rows:
             if row["status"] == "ok":
-                print(f"{row['name']}: {row['documents']} documents ({row['added']} added, {row['updated']} updated, "
-                      f"{row['removed']} removed) in {row['index']}")
+                print(safe_text(f"{row['name']}: {row['documents']} documents ({row['added']} added, "
+                                f"{row['updated']} updated, {row['removed']} removed) in {row['index']}"))
             elif row["status"] == "live":
                 print(safe_text(f"{row['name']}: {row['message']}"))
     return 1 if any(row["status"] == "error" for row in rows) else 0

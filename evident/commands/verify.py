@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evident.alignment.models import AlignmentDecision
-from evident.commands.common import jsonl_lines
+from evident.commands.common import jsonl_lines, print_json, safe_text
 
 COMMAND = "verify"
 USAGE_ERROR = 2
@@ -132,7 +132,6 @@ def _print_table(decisions: list[AlignmentDecision]) -> None:
     from rich.markup import escape as escape_markup
     from rich.table import Table
 
-    from evident.commands.common import safe_text
 
     def escape(text: str) -> str:  # document text: neither rich markup nor terminal control codes
         return escape_markup(safe_text(text))
@@ -176,7 +175,7 @@ def run(docs: Path, passages: Path, *, n: int = 5, threshold: float = 0.7, drift
         documents = load_documents(Path(docs))
         items = load_passages(Path(passages))
     except InputError as exc:
-        print(f"evident {COMMAND}: {exc}", file=sys.stderr)
+        print(f"evident {COMMAND}: {safe_text(str(exc))}", file=sys.stderr)
         return USAGE_ERROR
 
     from evident.alignment import align
@@ -184,8 +183,7 @@ def run(docs: Path, passages: Path, *, n: int = 5, threshold: float = 0.7, drift
     decisions = align(items, documents, n=n, threshold=threshold, drift=drift)  # type: ignore[arg-type]
     if json_out:
         payload = {"decisions": [d.model_dump(mode="json") for d in decisions]}
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
+        print_json(payload)
     else:
         _print_table(decisions)
     return 0

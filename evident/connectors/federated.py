@@ -5,7 +5,10 @@ Order of work for one query, and why:
 1. every source is asked concurrently (threads under `invoke`, asyncio tasks under `ainvoke`);
    a source that fails or misses its deadline becomes a `SourceError`, never an exception;
 2. each source's hits are converted and **filtered by permissions first**, before fusion: a hidden
-   document must not even win a deduplication against a visible copy of the same text;
+   document must not even win a deduplication against a visible copy of the same text. A source that
+   applies permissions inside its search (the embedded index) already returned the caller's top k; any
+   other one was asked for larger pages until k were visible, in bounded rounds (`refill`), and the
+   filter here is defence in depth;
 3. reciprocal-rank fusion (score = Σ weight / (rrf_k + rank)) merges the rankings, documents are
    deduplicated by URL and by content hash, and the top N are kept.
 
@@ -46,6 +49,7 @@ from evident.connectors.source_call import (
     as_source_error,
     call_untraced,
     collect,
+    shortfall_error,
     timeout_error,
 )
 from evident.connectors.workers import WORKERS
@@ -89,6 +93,7 @@ class _Outcome:
     denied: int = 0
     latency_ms: float = 0.0
     hidden: tuple[str, ...] = ()
+    short: bool = False
 
     def settle(self, answer: SourceAnswer | BaseException) -> None:
         """Record what the source call gave: its answer, or its failure (never raised: the query goes on)."""
@@ -96,7 +101,7 @@ class _Outcome:
             self.error = as_source_error(self.source, answer)
             self.latency_ms = answer.latency_ms if isinstance(answer, SourceCallError) else 0.0
         else:
-            self.raw, self.denied, self.latency_ms, self.hidden = answer
+            self.raw, self.denied, self.latency_ms, self.hidden, self.short = answer
 
 
 def _result_or_exception(future: Future[SourceAnswer]) -> SourceAnswer | BaseException:
@@ -283,6 +288,8 @@ class FederatedRetriever(BaseRetriever):
                 outcome.denied += denied
                 if problem:
                     outcome.error = SourceError(source=source.name, kind="error", message=problem)
+                elif outcome.short:
+                    outcome.error = shortfall_error(source)
                 ranked.append((index, visible))
                 status: RunStatus = "ok" if visible or outcome.denied else ("empty" if problem is None else "error")
                 result.runs.append(SourceRun(source=source.name, status=status, documents=len(visible),

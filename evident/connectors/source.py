@@ -13,6 +13,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from evident.connectors.acl import DefaultAcl
+from evident.connectors.visibility import AclPolicy
 from evident.models import Principal
 
 
@@ -65,15 +66,30 @@ class PermissionAware:
     accepts_principal: ClassVar[bool] = True
 
 
+class FiltersInSearch(PermissionAware):
+    """Marker for retrievers that apply permissions inside their search: `invoke` also accepts `policy=`
+    (the source's `default_acl` and `acl`), and the top k it returns are the caller's top k.
+
+    The others are over-fetched and refilled (`evident.connectors.refill`), then filtered.
+    """
+
+    filters_in_search: ClassVar[bool] = True
+
+
 class AccessOptions(TypedDict, total=False):
-    """The keywords a `PermissionAware` retriever's `invoke` accepts."""
+    """The keywords a `PermissionAware` retriever's `invoke` accepts (`policy`: a `FiltersInSearch` one only)."""
 
     principal: Principal | dict[str, Any] | None
     report: AccessReport | None
+    policy: AclPolicy
 
 
 def accepts_principal(retriever: BaseRetriever) -> bool:
     return bool(getattr(retriever, "accepts_principal", False))
+
+
+def filters_in_search(retriever: BaseRetriever) -> bool:
+    return bool(getattr(retriever, "filters_in_search", False))
 
 
 class Source(BaseModel):
@@ -92,3 +108,6 @@ class Source(BaseModel):
     secrets: list[SecretStr] = Field(
         default_factory=list, repr=False, description="Values never to show in an error message."
     )
+
+    def policy(self) -> AclPolicy:
+        return AclPolicy(default=self.default_acl, fallback_acl=self.acl, source=self.name)

@@ -1,7 +1,9 @@
 """Calling one source: untraced, under its deadline, its answer turned into visible documents.
 
 Sources run with tracing off because their raw answers may hold documents the caller may not see;
-errors become `SourceError`s with any credential redacted.
+errors become `SourceError`s with any credential redacted. A source that filters inside its search
+(`FiltersInSearch`) is asked once; any other one is asked for larger pages while the ACL filter leaves
+it short (`evident.connectors.refill`).
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 from langsmith import tracing_context
 from pydantic import ValidationError
 
 from evident.connectors.acl import filter_documents
 from evident.connectors.base import to_source_document
 from evident.connectors.index.corpus import LOCAL_SOURCE
+from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
+from evident.connectors.refill import REFILL_ROUNDS, larger_page, page_size
 from evident.connectors.remote.http import one_line
 from evident.connectors.source import (
     AccessOptions,
@@ -27,6 +32,7 @@ from evident.connectors.source import (
     SourceConfigError,
     SourceFailure,
     accepts_principal,
+    filters_in_search,
 )
 from evident.models import Principal, SourceDocument, SourceError
 
@@ -38,6 +44,7 @@ class SourceAnswer(NamedTuple):
     denied: int
     latency_ms: float
     hidden: tuple[str, ...] = ()  # the report's reasons: why the whole source was hidden from the caller
+    short: bool = False  # still short of k visible documents after the refill rounds (`shortfall_error`)
 
 
 class SourceCallError(Exception):
@@ -54,8 +61,12 @@ class _UntracedCall:
     a failure leaves as a `SourceCallError` carrying its latency."""
 
     def __init__(self, source: Source, principal: Principal | None) -> None:
+        self.source = source
+        self.principal = principal
         self.report = AccessReport()
         self.options: AccessOptions = {"principal": principal, "report": self.report}
+        if filters_in_search(source.retriever):
+            self.options["policy"] = source.policy()
         if not accepts_principal(source.retriever):
             self.options = {}
         self._untraced = tracing_context(enabled=False)
@@ -74,27 +85,77 @@ class _UntracedCall:
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.start) * 1000
 
-    def answer(self, raw: Any) -> SourceAnswer:
-        return SourceAnswer(raw, self.report.denied, self.elapsed_ms(), tuple(self.report.reasons))
+    def answer(self, raw: Any, *, short: bool = False) -> SourceAnswer:
+        return SourceAnswer(raw, self.report.denied, self.elapsed_ms(), tuple(self.report.reasons), short)
+
+    def next_page(self, retriever: BaseRetriever, raw: Any) -> BaseRetriever | None:
+        """The retriever to ask again for a larger page (`refill`), or None when `raw` will do or
+        cannot grow; the report starts over, since it then counts the new page's hidden hits."""
+        if not _short(self.source, retriever, raw, self.principal):
+            return None
+        larger = larger_page(retriever)
+        if larger is not None and self.options:
+            self.report = AccessReport()
+            self.options["report"] = self.report
+        return larger
+
+
+def _short(source: Source, retriever: BaseRetriever, raw: Any, principal: Principal | None) -> bool:
+    """Whether a full page of a source that filters after its search left fewer than k visible documents."""
+    want = source.k if source.k is not None else page_size(source.retriever)
+    size = page_size(retriever)
+    if filters_in_search(source.retriever) or want is None or size is None or not isinstance(raw, list):
+        return False
+    return len(raw) >= size and len(collect(source, raw, principal)[0]) < want
+
+
+def _pages(call: _UntracedCall, query: str) -> tuple[BaseRetriever, Any]:
+    """The last page asked for (`refill`): the retriever that gave it, and what it returned."""
+    retriever: BaseRetriever | None = call.source.retriever
+    asked, raw = call.source.retriever, None
+    for _ in range(1 + REFILL_ROUNDS):
+        if retriever is None:
+            break
+        asked, raw = retriever, retriever.invoke(query, {"callbacks": []}, **call.options)
+        retriever = call.next_page(retriever, raw)
+    return asked, raw
 
 
 def call_untraced(source: Source, query: str, principal: Principal | None) -> SourceAnswer:
     with _UntracedCall(source, principal) as call:
-        raw = source.retriever.invoke(query, {"callbacks": []}, **call.options)
-    return call.answer(raw)
+        asked, raw = _pages(call, query)
+    return call.answer(raw, short=_short(source, asked, raw, principal))
+
+
+async def _apages(call: _UntracedCall, query: str) -> tuple[BaseRetriever, Any]:
+    retriever: BaseRetriever | None = call.source.retriever
+    asked, raw = call.source.retriever, None
+    for _ in range(1 + REFILL_ROUNDS):
+        if retriever is None:
+            break
+        asked, raw = retriever, await retriever.ainvoke(query, {"callbacks": []}, **call.options)
+        retriever = call.next_page(retriever, raw)
+    return asked, raw
 
 
 async def acall_untraced(source: Source, query: str, principal: Principal | None) -> SourceAnswer:
     with _UntracedCall(source, principal) as call:
         try:
-            raw = await asyncio.wait_for(
-                source.retriever.ainvoke(query, {"callbacks": []}, **call.options), timeout=source.timeout_s
-            )
+            # One deadline for every round: a refill never makes a source slower than its timeout.
+            asked, raw = await asyncio.wait_for(_apages(call, query), timeout=source.timeout_s)
         except TimeoutError:
             if call.elapsed_ms() >= source.timeout_s * 1000 * 0.99:  # our deadline, not the source's own timeout
                 raise SourceCallError(None, call.elapsed_ms()) from None
             raise
-    return call.answer(raw)
+    return call.answer(raw, short=_short(source, asked, raw, principal))
+
+
+def shortfall_error(source: Source) -> SourceError:
+    """Said of every source left short after its refill rounds, whatever removed its documents (hidden,
+    malformed or empty ones): it names neither how many nor why, so it confirms no hidden document."""
+    rounds = 1 + REFILL_ROUNDS
+    return SourceError(source=source.name, kind="error",
+                       message=f"fewer results than asked for after {rounds} requests; later results were not fetched")
 
 
 def timeout_error(source: Source) -> SourceError:
@@ -148,7 +209,21 @@ def collect(source: Source, raw: Any, principal: Principal | None) -> tuple[list
             doc.source_type = source.source_type
         docs.append(doc)
     visible, denied = filter_documents(docs, principal, default=source.default_acl, fallback_acl=source.acl)
+    # The index's rule for ids holds for every source, so no retriever can hand the page or the answer a
+    # citation that leads elsewhere (`javascript:`, `//evil.test`, userinfo). Checked after the permission
+    # filter: a hidden document with a bad id must not show in the count below.
+    valid = [doc for doc in visible if _valid_id(doc.url)]
+    bad += len(visible) - len(valid)
     if source.k is not None:
-        visible = visible[: source.k]
-    problem = f"{bad} of {len(raw)} documents had no url or no text and were skipped" if bad else None
-    return visible, denied, problem
+        valid = valid[: source.k]
+    # Not "of how many": the source's whole answer counts the documents the caller may not see.
+    problem = f"{bad} document{'s' if bad > 1 else ''} had no valid url or no text and were skipped" if bad else None
+    return valid, denied, problem
+
+
+def _valid_id(url: str) -> bool:
+    try:
+        validate_document_id(url, allow_file=True)
+    except DocumentIdError:
+        return False
+    return True

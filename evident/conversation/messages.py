@@ -8,6 +8,7 @@ quote), `standalone_query` (the question it answered, which the next turn's rewr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -33,8 +34,19 @@ def _standalone(message: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+# A message's fields besides its text that a client may fill: they are kept in every checkpoint of
+# the thread, so they count toward the conversation's bounds like its text does.
+_EXTRA_FIELDS = ("id", "additional_kwargs", "response_metadata", "name", "tool_calls", "invalid_tool_calls",
+                 "usage_metadata", "artifact")
+
+
 def size_of(message: Any) -> int:
-    return len(text_of(message, strict=True) or "") + len(_standalone(message) or "")
+    """The characters a message holds: its text and, as compact JSON, every other field it fills
+    (`id`, `additional_kwargs`, `response_metadata`, `name`, ...); the graph's own answers count their
+    citations too."""
+    extra = {name: value for name in _EXTRA_FIELDS if (value := getattr(message, name, None))}
+    text = len(text_of(message, strict=True) or "")
+    return text + (len(json.dumps(extra, ensure_ascii=False, separators=(",", ":"), default=str)) if extra else 0)
 
 
 def to_turns(messages: Sequence[Any]) -> tuple[list[Turn], str | None]:

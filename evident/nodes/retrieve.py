@@ -35,6 +35,8 @@ from evident.state import EvidentState, QueryStart, start_of_query
 
 log = logging.getLogger(__name__)
 
+UNAVAILABLE = "the documents cannot be searched: the server's corpus or sources are misconfigured (see its log)"
+
 IGNORED_PRINCIPAL = ("the request's principal was ignored: on the server, documents are filtered "
                      "for the authenticated caller")
 
@@ -159,7 +161,13 @@ def make_retrieve(factory: RetrieverFactory | None = None) -> Dual[EvidentState,
         try:
             retriever = get_retriever(ctx)
         except Exception as exc:  # configuration or corpus problem: nothing to search
-            _fail(update, str(exc))
+            if served(runtime):
+                # The reason names the deployment's files and may name a page the caller may not see
+                # (a URL claimed by two files): the operator reads it in the log, the caller learns less.
+                log.error("evident: the documents cannot be searched: %s", exc)
+                _fail(update, UNAVAILABLE)
+            else:
+                _fail(update, str(exc))
             return None
         return as_federated(retriever, ctx), state["query"].strip(), principal
 

@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager
 from importlib import metadata
 from typing import Any
 
+from langgraph_sdk import Auth
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -29,13 +30,16 @@ from starlette.routing import Route
 
 import evident
 from evident.context import ConfigError, EvidentContext
+from evident.web.auth import identify
 from evident.web.browser import BrowserGuard
+from evident.web.gate import RequestGate
 from evident.web.page import routes as page_routes
 from evident.web.settings import server_settings
 
 log = logging.getLogger(__name__)
 
 GRAPH_ID = "evident"
+SEE_LOG = "the server's settings or corpus have a problem: its log says which"
 _PACKAGES = ("langgraph", "langgraph-api", "langchain-core", "langchain-openai", "langsmith")
 
 
@@ -63,12 +67,15 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
 
 
 def health(request: Request) -> JSONResponse:
-    """200 when the settings are valid and the retriever opened; 503 with the reason otherwise."""
+    """200 when the settings are valid and the retriever opened; 503 with the reason otherwise.
+
+    It answers without a token (the page asks it how to authenticate), but with authentication
+    configured a caller without a valid token learns only `status` and `auth`."""
     retriever: dict[str, Any] = getattr(request.app.state, "retriever", None) or {"ready": None}
     try:
         ctx = EvidentContext.from_env()
     except ConfigError as exc:
-        return JSONResponse({"status": "error", "graph": GRAPH_ID, "error": str(exc)}, status_code=503)
+        return _health_response(request, {"status": "error", "graph": GRAPH_ID, "error": str(exc)})
     body: dict[str, Any] = {
         "status": "ok" if retriever.get("ready") is not False else "error",
         "graph": GRAPH_ID,
@@ -78,7 +85,34 @@ def health(request: Request) -> JSONResponse:
         "retriever": retriever,
         "auth": _auth_mode(),
     }
-    return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)
+    return _health_response(request, body)
+
+
+def _health_response(request: Request, body: dict[str, Any]) -> JSONResponse:
+    status = 200 if body["status"] == "ok" else 503
+    if not _may_see_details(request):
+        body = {"status": body["status"], "auth": _auth_mode()}
+    elif _auth_mode() not in ("loopback", "insecure"):
+        # A user is not the operator: why the index cannot open names the deployment's files, and may
+        # name a page the user may not see (a URL claimed by two files). The server log has it.
+        body = {**body, "error": SEE_LOG} if "error" in body else body
+        if isinstance(body.get("retriever"), dict) and "error" in body["retriever"]:
+            body = {**body, "retriever": {**body["retriever"], "error": SEE_LOG}}
+    return JSONResponse(body, status_code=status)
+
+
+def _may_see_details(request: Request) -> bool:
+    try:
+        settings = server_settings()
+    except ConfigError:
+        return False
+    if not settings.auth_configured:
+        return True  # the loopback (or --insecure) mode: every caller is the anonymous one
+    try:
+        identify(request.headers.get("authorization"), request.scope.get("client"), settings)
+    except Auth.exceptions.HTTPException:
+        return False
+    return True
 
 
 def _auth_mode() -> str:
@@ -113,4 +147,4 @@ except ConfigError as exc:
     log.error("evident: %s: every request will be refused until it is fixed", exc)
 
 app = Starlette(routes=[*page_routes, Route("/health", health), Route("/version", version)], lifespan=lifespan,
-                middleware=[Middleware(BrowserGuard)])
+                middleware=[Middleware(BrowserGuard), Middleware(RequestGate)])

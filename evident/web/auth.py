@@ -255,7 +255,63 @@ def oversized_input(value: Any, ctx: EvidentContext) -> str | None:
     return oversized(sizes, max_messages=ctx.max_messages, max_chars=ctx.max_conversation_chars)
 
 
+# Keys of a run's `context` that LangGraph and its server own: `__pregel_*` and the server's
+# `__after_seconds__`-style markers, `langgraph_*` (identity, request id), the checkpointer's
+# `checkpoint_*`, and the thread and run a run belongs to. A request that sets one is refused by name;
+# passed through, they crash the run or point it at state that is not the caller's.
+RESERVED_PREFIXES = ("__", "langgraph_", "checkpoint_")
+RESERVED_KEYS = frozenset({"thread_id", "run_id"})
+# Metadata keys only the server writes: who owns a thread, run or assistant, and which assistants the
+# deployment itself made (readable by everyone).
+OWNERSHIP_KEYS = (OWNER_KEY, "created_by")
+
+
+def _refuse(status: int, detail: str) -> Auth.exceptions.HTTPException:
+    return Auth.exceptions.HTTPException(status_code=status, detail=detail)
+
+
+def reserved_keys(values: Any) -> list[str]:
+    """The reserved keys among a request's settings object (sorted), if it is one."""
+    if not isinstance(values, Mapping):
+        return []
+    return sorted(str(k) for k in values if str(k).startswith(RESERVED_PREFIXES) or str(k) in RESERVED_KEYS)
+
+
+def check_reserved(resource: str, action: str, value: Mapping[str, Any]) -> None:
+    # A run's `context` is the request's alone: the server copies a sent `configurable` into it before
+    # adding its own keys to `configurable`, and only then calls this handler.
+    for requested in _requested_settings(resource, action, value):
+        names = reserved_keys(requested)
+        if names:
+            raise _refuse(403, f"reserved setting{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))} "
+                          "may not be set by a request: LangGraph and the server set them")
+
+
+def json_size(value: Any) -> int:
+    """Bytes of `value` as compact JSON (UTF-8), the way it is stored."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
+
+
+def check_metadata(action: str, value: Mapping[str, Any], settings: ServerSettings) -> None:
+    """Ownership keys are the server's; metadata is bounded (`max_metadata_bytes`)."""
+    if action not in ("create", "create_run", "update"):
+        return
+    metadata = value.get("metadata")
+    if metadata is None:
+        return
+    if not isinstance(metadata, Mapping):
+        raise _refuse(422, "metadata must be an object")
+    claimed = [key for key in OWNERSHIP_KEYS if key in metadata]
+    if claimed:
+        raise _refuse(403, f"metadata {', '.join(map(repr, claimed))} may not be set by a request: "
+                      "the server sets who owns what")
+    size = json_size(metadata)
+    if size > settings.max_metadata_bytes:
+        raise _refuse(422, f"the metadata is too large: {size} bytes (the limit is {settings.max_metadata_bytes})")
+
+
 def check_settings(resource: str, action: str, value: Mapping[str, Any]) -> None:
+    check_reserved(resource, action, value)
     for requested in _requested_settings(resource, action, value):
         try:
             check_request_settings(requested)
@@ -282,12 +338,19 @@ def owner_filter(resource: str, action: str, identity: str, value: dict[str, Any
         elif action != "update":
             value["metadata"] = {OWNER_KEY: identity}
     if resource == "assistants" and action in ("read", "search"):
+        # `created_by` cannot come from a request (`check_metadata`): only the deployment's own
+        # assistants, which the server creates at start-up, carry it.
         return {"$or": [{OWNER_KEY: identity}, {"created_by": "system"}]}
     return {OWNER_KEY: identity}
 
 
 @auth.on
 async def owned(ctx: Auth.types.AuthContext, value: Any) -> Any:
+    try:
+        settings = server_settings()
+    except ConfigError as exc:
+        raise _refuse(503, str(exc)) from None
+    check_metadata(ctx.action, value if isinstance(value, Mapping) else {}, settings)
     check_settings(ctx.resource, ctx.action, value if isinstance(value, Mapping) else {})
     return owner_filter(ctx.resource, ctx.action, str(ctx.user.identity),
                         value if isinstance(value, dict) else {})

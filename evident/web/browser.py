@@ -7,9 +7,10 @@ CORS answer; so refusing to *share* a response is not enough, the request itself
 - A request whose `Origin` is neither the server's own (the `Host` it was sent to) nor one of the
   configured `cors_origins` gets 403 before any route runs: no run starts, whatever its content type.
   So does a state-changing request that a browser marks cross-site (`Sec-Fetch-Site`) with no Origin.
-- Without authentication, the `Host` header must be a loopback name (or an `allowed_hosts` entry):
-  a web page that rebinds its own DNS name to 127.0.0.1 is same-origin with itself, and this
-  is what stops it.
+- The `Host` header must be a loopback name or an `allowed_hosts` entry, in every mode (with
+  authentication too): a web page that rebinds its own DNS name to 127.0.0.1 is same-origin with
+  itself, and this is what stops it. The header is parsed strictly (`name[:port]`), so
+  `localhost:2024@evil.test` names no host and is refused.
 - CORS headers are given to the configured origins only (never `*`), and private-network access
   (`Access-Control-Allow-Private-Network`) only to them; the LangGraph dev server's own wildcard
   answers are removed on the way out.
@@ -52,8 +53,8 @@ def same_origin(origin: str, host: str | None) -> bool:
 def refusal(scope: Scope, settings: ServerSettings) -> str | None:
     """Why this request is refused, or None."""
     host = _header(scope, b"host")
-    if not settings.auth_configured and not settings.insecure and not settings.host_allowed(host or ""):
-        return f"host {host!r} is not served: without authentication only loopback names are (allowed_hosts)"
+    if not settings.host_allowed(host or ""):
+        return f"host {host!r} is not served: only loopback names and allowed_hosts are"
     origin = _header(scope, b"origin")
     if origin is not None:
         if origin.rstrip("/") in settings.cors_origins or same_origin(origin, host):

@@ -17,11 +17,14 @@ request cannot see or change them.
 | `cors_origins` | `EVIDENT_CORS_ORIGINS` | browser origins besides the server's own that may call it |
 | `allowed_hosts` | `EVIDENT_ALLOWED_HOSTS` | `Host` names accepted without authentication (loopback always) |
 | `insecure` | `EVIDENT_INSECURE` | anonymous access from other machines (`evident serve --insecure`) |
+| `max_body_bytes` | `EVIDENT_MAX_BODY_BYTES` | the largest request body of any route (default 1 MiB) |
+| `max_metadata_bytes` | `EVIDENT_MAX_METADATA_BYTES` | the largest thread, run or assistant `metadata` (JSON; 16 KiB) |
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any, Literal
@@ -31,7 +34,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evident.context import SERVER_SECTION, ConfigError, read_config_file
 
 Algorithm = Literal["HS256", "HS384", "HS512", "RS256", "RS384", "RS512"]
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
+# RFC 9110 `Host`: a bracketed IPv6 literal or a name of letters, digits, dots and hyphens, then an
+# optional port. Nothing else is parsed leniently: `localhost:2024@evil.test` names no host at all.
+_HOST = re.compile(r"(?P<name>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)"
+                   r"(?::(?P<port>[0-9]{1,5}))?")
+DEFAULT_MAX_BODY_BYTES = 1 << 20
+DEFAULT_MAX_METADATA_BYTES = 16 << 10
 
 _ENV = {
     "EVIDENT_AUTH_TOKENS_FILE": "tokens_file",
@@ -45,6 +54,8 @@ _ENV = {
     "EVIDENT_CORS_ORIGINS": "cors_origins",
     "EVIDENT_ALLOWED_HOSTS": "allowed_hosts",
     "EVIDENT_INSECURE": "insecure",
+    "EVIDENT_MAX_BODY_BYTES": "max_body_bytes",
+    "EVIDENT_MAX_METADATA_BYTES": "max_metadata_bytes",
 }
 _PATHS = ("tokens_file", "jwt_key_file", "jwt_jwks_file")
 _LISTS = ("jwt_algorithms", "cors_origins", "allowed_hosts")
@@ -66,6 +77,8 @@ class ServerSettings(BaseModel):
     cors_origins: list[str] = Field(default_factory=list)
     allowed_hosts: list[str] = Field(default_factory=list)
     insecure: bool = False
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024, le=1 << 30)
+    max_metadata_bytes: int = Field(DEFAULT_MAX_METADATA_BYTES, ge=256, le=1 << 24)
 
     @field_validator(*_LISTS, mode="before")
     @classmethod
@@ -98,9 +111,17 @@ class ServerSettings(BaseModel):
         return self.tokens_file is not None or self.jwt_configured
 
     def host_allowed(self, host: str) -> bool:
-        """Whether a `Host` header (port stripped) names this server for unauthenticated use."""
-        name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
-        return name.lower() in LOOPBACK_HOSTS or name.lower() in {h.lower() for h in self.allowed_hosts}
+        """Whether a `Host` header names this server: a loopback name or an `allowed_hosts` entry."""
+        name = host_name(host)
+        return name is not None and (name in LOOPBACK_HOSTS or name in {h.lower() for h in self.allowed_hosts})
+
+
+def host_name(host: str) -> str | None:
+    """The host name of a `Host` header value, lower-cased, without its port; None when malformed."""
+    match = _HOST.fullmatch(host.strip())
+    if match is None or (match.group("port") is not None and not 0 < int(match.group("port")) < 65536):
+        return None
+    return match.group("name").lower()
 
 
 def load_server_settings(config: str | Path | None = None) -> ServerSettings:

@@ -227,12 +227,32 @@ def test_a_chip_opens_the_cited_span_highlighted_and_in_view(served: DevServer, 
     assert desktop.dialogs == [] and desktop.errors == [] and desktop.console == []
 
 
-def test_the_url_keeps_the_question(served: DevServer, desktop: Watched) -> None:
+def thread_count(server: DevServer) -> int:
+    response = httpx.post(f"{server.url}/threads/count", json={}, timeout=10)
+    assert response.status_code == 200, response.text
+    return int(response.json())
+
+
+def test_a_link_fills_the_question_and_only_the_user_asks(served: DevServer, desktop: Watched) -> None:
+    """A foreign page may link to `/?q=…`; the user's browser must not run that question by itself."""
     page = desktop.page
+    before = thread_count(served)
     page.goto(f"{served.url}/?{urlencode({'q': Q})}")
+    expect(page.locator("#question")).to_have_value(Q)
+    expect(page.locator("#question")).to_be_focused()
+    page.wait_for_timeout(1500)  # time a started run would have had to create its thread
+    assert thread_count(served) == before
+    expect(page.locator("#progress-panel")).to_be_hidden()
+    assert page.inner_text("#answer").strip() == ""
+    page.press("#question", "Enter")
     wait_for_result(page)
-    assert page.input_value("#question") == Q
     expect(page.locator("#answer button.chip").first).to_be_visible()
+    assert thread_count(served) == before + 1
+    assert new_url_question(page) == Q
+
+
+def new_url_question(page: Page) -> str | None:
+    return page.evaluate("new URL(location.href).searchParams.get('q')")  # type: ignore[no-any-return]
 
 
 def test_at_360_px_nothing_scrolls_sideways(served: DevServer, phone: Watched, tmp_path: Path) -> None:

@@ -295,9 +295,11 @@ def test_an_authenticated_caller_is_still_not_the_owner(secured: DevServer, list
 
 def test_threads_are_visible_to_their_owner_only(secured: DevServer) -> None:
     alice, bob = bearer("hr-token-1"), bearer("staff-token-2")
-    created = httpx.post(f"{secured.url}/threads", json={"metadata": {"owner": "sam"}}, headers=alice, timeout=10)
+    claimed = httpx.post(f"{secured.url}/threads", json={"metadata": {"owner": "sam"}}, headers=alice, timeout=10)
+    assert claimed.status_code == 403 and "'owner'" in claimed.text  # the server says who owns what
+    created = httpx.post(f"{secured.url}/threads", json={"metadata": {"topic": "hr"}}, headers=alice, timeout=10)
     thread = created.json()["thread_id"]
-    assert created.json()["metadata"]["owner"] == "hana"  # the owner is who created it, whatever it says
+    assert created.json()["metadata"]["owner"] == "hana"  # the owner is who created it
     ran = httpx.post(f"{secured.url}/threads/{thread}/runs/wait", headers=alice, timeout=60,
                      json={"assistant_id": "evident", "input": {"query": HR_QUERY}})
     assert ran.status_code == 200 and SECRET_WORD in ran.json()["answer"]

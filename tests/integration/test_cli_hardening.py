@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,58 @@ def test_escape_sequences_from_documents_never_reach_the_terminal(tmp_path: Path
         for output in (proc.stdout, proc.stderr):
             assert "\x1b" not in output and "\x07" not in output and "\r" not in output
         assert "\\x1b[2J" in proc.stdout  # shown, harmless
+
+
+def _hidden_characters(output: str) -> list[str]:
+    return [c for c in output if c not in "\n\t" and unicodedata.category(c) in {"Cc", "Cf", "Cs", "Co", "Cn"}]
+
+
+def test_bidi_overrides_and_escapes_from_documents_are_shown_escaped(tmp_path: Path) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "leave.md").write_text(
+        "---\nurl: KB-rlo\ntitle: Leave \u202epolicy\x1b[31m\n---\n"
+        "Employees receive \u202e25 vacation days\u202c per year.\x1b[2J Unused vacation days\u200b carry over.\n",
+        encoding="utf-8")
+    (corpus / "evil.md").write_text("---\nurl: KB-\u202eevil\x1b[5m\n---\nVacation days are unlimited.\n",
+                                    encoding="utf-8")
+    index = str(tmp_path / "i.sqlite3")
+    question = "How many vacation days do employees receive?"
+    for extra in ([], ["--stream"], ["--json"]):
+        proc = run("ask", question, "--corpus", str(corpus), "--index", index, *extra)
+        clean(proc)
+        assert proc.returncode == 0, proc.stderr
+        assert _hidden_characters(proc.stdout) == [] and _hidden_characters(proc.stderr) == []
+        assert "\\u202e" in proc.stdout and "\\u202e" in proc.stderr  # the answer quotes it; evil.md's id is named
+        if extra == ["--json"]:
+            result = json.loads(proc.stdout)
+            assert "\u202e25 vacation days" in result["answer"]  # the data is unchanged, only its spelling
+    docs, passages = tmp_path / "d.jsonl", tmp_path / "p.jsonl"
+    docs.write_text(json.dumps({"url": "KB-\u202erlo", "content": "Employees receive \u202e25 days\x1b[2J."}) + "\n")
+    passages.write_text(json.dumps({"passage_id": "p\u2066", "url": "KB-\u202erlo",
+                                    "content": "Employees receive \u202e25 days"}) + "\n")
+    for extra in ([], ["--json"]):
+        proc = run("verify", "--docs", str(docs), "--passages", str(passages), *extra)
+        clean(proc)
+        assert proc.returncode == 0, proc.stderr
+        assert _hidden_characters(proc.stdout) == [] and "\\u202e" in proc.stdout
+
+
+def test_url_claimed_by_two_files_is_a_one_line_error_and_the_index_is_kept(tmp_path: Path) -> None:
+    corpus = tmp_path / "docs"
+    (corpus / "restricted").mkdir(parents=True)
+    (corpus / "restricted" / "salaries.md").write_text("---\nurl: https://wiki/salaries\n---\nThe salary bands.\n")
+    index = str(tmp_path / "i.sqlite3")
+    proc = run("index", str(corpus), "--index", index)
+    assert proc.returncode == 0, proc.stderr
+    (corpus / "public.md").write_text("---\nurl: https://wiki/salaries\n---\nAn impostor page about salaries.\n")
+    for args in (["index", str(corpus), "--index", index],
+                 ["ask", "What are the salary bands?", "--corpus", str(corpus), "--index", index]):
+        proc = run(*args)
+        clean(proc)
+        assert proc.returncode != 0
+        [line] = proc.stderr.strip().splitlines()
+        assert "url https://wiki/salaries is also claimed by" in line
+        assert str(corpus / "public.md") in line and "salaries.md" in line
+        with LocalIndex(index, read_only=True) as kept:
+            assert kept.count() == 1 and kept.get("https://wiki/salaries").content == "The salary bands.\n"  # type: ignore[union-attr]

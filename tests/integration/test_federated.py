@@ -141,9 +141,22 @@ def test_a_source_that_raises_and_one_that_returns_nothing(mode: str) -> None:
     assert set(errors) == {"down", "garbage"}
     assert errors["down"].kind == "error"
     assert errors["down"].message == "ConnectionError: connection to wiki.internal refused (key ***)"
-    assert errors["garbage"].message == "2 of 3 documents had no url or no text and were skipped"
+    assert errors["garbage"].message == "2 documents had no valid url or no text and were skipped"
     runs = {r.source: r for r in result.runs}
     assert runs["empty"].status == "empty" and runs["down"].status == "error" and runs["ok"].documents == 1
+
+
+def test_a_retriever_cannot_hand_back_an_id_that_leads_elsewhere() -> None:
+    hostile = ["//evil.test/x", "javascript:alert(1)", "jav&#x61;script:alert(1)", "https://user:pass@host.example/x",
+               "\\\\evil\\share"]
+    hidden = Document(page_content="secret", metadata={"url": "//evil.test/hidden", "acl": "group:board"})
+    federation = fed(Source(name="any", retriever=Scripted(
+        docs=[doc("https://ok.example/a", "fine"), *(doc(url, "text") for url in hostile), hidden])))
+    result = federation.search("q", principal={"user": "bob", "groups": ["staff"]})
+    assert [d.url for d in result.documents] == ["https://ok.example/a"]
+    # The hidden document's bad id is not counted: the caller learns nothing of what it may not see.
+    skipped = f"{len(hostile)} documents had no valid url or no text and were skipped"
+    assert [e.message for e in result.errors] == [skipped]
 
 
 def test_source_failure_kinds_and_all_failing() -> None:

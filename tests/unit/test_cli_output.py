@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +61,36 @@ def test_graph_input_without_a_string_query_is_a_clear_error(inputs: dict[str, A
                                                              examples: Path) -> None:
     out = graph.invoke(inputs, context=EvidentContext(corpus=[str(examples)]))
     assert out["status"] == "error" and message in out["error"]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [("a\u202eb", "a\\u202eb"), ("\u2066x\u2069", "\\u2066x\\u2069"), ("l\u200er\u200f", "l\\u200er\\u200f"),
+     ("\u061c", "\\u061c"), ("zero\u200bwidth", "zero\\u200bwidth"), ("\ufeffbom", "\\ufeffbom"),
+     ("soft\u00adhyphen", "soft\\xadhyphen"), ("line\u2028sep", "line\\u2028sep"),
+     ("private \ue000 \U000f0000", "private \\ue000 \\U000f0000"), ("unassigned \u0378", "unassigned \\u0378"),
+     ("\u200dleading joiner", "\\u200dleading joiner"), ("joiner at end\u200c", "joiner at end\\u200c")],
+)
+def test_safe_text_shows_bidi_and_other_invisible_characters_escaped(text: str, shown: str) -> None:
+    assert safe_text(text) == shown
+
+
+def test_safe_text_keeps_joiners_inside_words() -> None:
+    for word in ("می\u200cخواهم", "क्\u200dष", "👨\u200d👩\u200d👧"):  # Persian ZWNJ, Devanagari ZWJ, an emoji family
+        assert safe_text(word) == word
+
+
+@given(st.text())
+def test_safe_text_never_contains_a_format_or_invisible_character(text: str) -> None:
+    hidden = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+    shown = safe_text(text)
+    assert all(char in "\n\t\u200c\u200d" or unicodedata.category(char) not in hidden for char in shown)
+
+
+def test_print_json_escapes_invisible_characters_and_round_trips(capsys: pytest.CaptureFixture[str]) -> None:
+    data = {"answer": "a\u202eb \x9b c\u200bd 休暇", "title\u2066": "esc \x1b", "joined": "می\u200cخواهم"}
+    print_json(data)
+    out = capsys.readouterr().out
+    assert json.loads(out) == data
+    assert "\\u202e" in out and "\\u009b" in out and "\\u2066" in out and "休暇" in out
+    assert not any(unicodedata.category(char) in {"Cc", "Cf"} for char in out.replace("\n", "").replace("\u200c", ""))

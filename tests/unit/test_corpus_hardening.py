@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -141,6 +142,55 @@ def test_plain_ids_paths_urns_and_web_urls_are_accepted(doc_id: str) -> None:
 def test_hostile_ids_are_rejected(doc_id: str, reason: str) -> None:
     with pytest.raises(DocumentIdError, match=reason.replace("[", r"\[")):
         validate_document_id(doc_id)
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "reason"),
+    [("//evil.test/x", "starts with '//'"), ("/\\evil.test/x", "starts with '/\\\\'"),
+     ("\\\\host\\share", "starts with a backslash: a UNC path"), ("\\evil", "starts with a backslash"),
+     ("https://user:pass@host/x", "userinfo"), ("https://wiki.example@evil.test/", "userinfo"),
+     ("https://good&#64;evil.test/", "userinfo"), ("https://a\\b/x", "backslash"), ("https:\\\\evil.test", "backslash"),
+     ("http://host/a&#92;b", "backslash"), ("jav&#x61;script:alert(1)", "decode to the scheme 'javascript'"),
+     ("javascript&colon;alert(1)", "decode to the scheme 'javascript'"),
+     ("&#106;avascript:x", "decode to the scheme 'javascript'"), ("jav&#x61script:x", "decode to the scheme"),
+     ("jav&amp;#x61;script:x", "decode to the scheme 'javascript'"), ("java&#x09;script:x", "decode to the scheme"),
+     ("javascript%3Aalert(1)", "decode to the scheme 'javascript'"), ("jav%61script:x", "decode to the scheme"),
+     ("https&#58;//evil.test", "decode to the scheme 'https'")],
+)
+def test_ids_a_browser_or_renderer_reads_as_another_link_are_rejected(doc_id: str, reason: str) -> None:
+    with pytest.raises(DocumentIdError, match=re.escape(reason)) as caught:
+        validate_document_id(doc_id, allow_file=True)
+    assert "\n" not in str(caught.value) and repr(doc_id) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "doc_id",
+    ["/docs/a", "R&D-handbook", "docs/r%C3%A9sum%C3%A9.md", "https://x/a?b=1&copy=2", "https://x/p?who=a@b",
+     "https://evil.test#@good", "Q%26A", "docs/a%3Ab", "wiki\\page", "https://w/a%20b"],
+)
+def test_ids_with_ampersands_percent_escapes_and_at_signs_elsewhere_are_accepted(doc_id: str) -> None:
+    assert validate_document_id(doc_id) == doc_id
+
+
+def test_scheme_relative_id_in_jsonl_is_an_error_naming_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"url": "KB-1", "text": "fine"}) + "\n"
+                    + json.dumps({"url": "//evil.test/login", "text": "evil"}) + "\n")
+    with pytest.raises(CorpusError) as caught:
+        load(path)
+    assert str(caught.value).startswith(f"{path}:2: id '//evil.test/login' starts with '//'")
+
+
+def test_userinfo_and_entity_urls_in_front_matter_skip_their_files(tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    root.mkdir()
+    (root / "a.md").write_text("---\nurl: https://user:secret@wiki.example/a\n---\nText.\n")
+    (root / "b.md").write_text("---\nurl: jav&#x61;script:alert(1)\n---\nText.\n")
+    (root / "c.md").write_text("---\nurl: KB-7\n---\nText.\n")
+    docs, skips = load(root)
+    assert [d.url for d in docs] == ["KB-7"]
+    assert [(name, reason.split(":")[0]) for name, reason in skips] == [("a.md", "line 2"), ("b.md", "line 2")]
+    assert "userinfo" in skips[0][1] and "decode to the scheme 'javascript'" in skips[1][1]
 
 
 def test_file_urls_are_accepted_for_folder_documents_only() -> None:

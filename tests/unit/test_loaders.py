@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from evident.alignment.models import SourceDocument, content_hash
+from evident.connectors.index.corpus import CorpusLimits
 from evident.connectors.index.loaders import CorpusError, corpus_files, load_corpus
 
 
@@ -301,15 +302,25 @@ def test_jsonl_errors_name_file_and_line(tmp_path: Path, bad_line: str, message:
     assert "\n" not in str(caught.value)
 
 
-def test_jsonl_duplicate_url_keeps_first(tmp_path: Path) -> None:
+def test_jsonl_url_claimed_by_two_lines_is_an_error_naming_both(tmp_path: Path) -> None:
     corpus = write_jsonl(
         tmp_path / "dup.jsonl",
         [{"url": "https://a", "text": "first"}, {"url": "https://b", "text": "b"},
          {"url": "https://a", "text": "second"}],
     )
-    docs, skips = load(corpus)
-    assert [(d.url, d.content) for d in docs] == [("https://a", "first"), ("https://b", "b")]
-    assert skips == [("dup.jsonl", "line 3: duplicate url https://a (first at line 1)")]
+    with pytest.raises(CorpusError) as caught:
+        load(corpus)
+    assert str(caught.value) == f"{corpus}:3: url https://a is also claimed by line 1; a url must name one document"
+
+
+def test_jsonl_line_may_not_take_the_id_of_a_long_lines_section(tmp_path: Path) -> None:
+    long_text = "\n\n".join(f"Paragraph {n} " + "word " * 200 for n in range(10))
+    corpus = write_jsonl(tmp_path / "s.jsonl", [{"url": "KB-1", "text": long_text},
+                                                 {"url": "KB-1#section-2", "text": "an impostor"}])
+    with pytest.raises(CorpusError) as caught:
+        list(load_corpus(corpus, limits=CorpusLimits(section_chars=2000)))
+    assert caught.value.line == 2
+    assert "url KB-1#section-2 is also claimed by line 1 as url KB-1#section-2 (a section of KB-1)" in str(caught.value)
 
 
 # -- folders and skips -----------------------------------------------------------------------------
@@ -333,12 +344,34 @@ def test_single_file_corpus(tmp_path: Path) -> None:
     assert doc.metadata == {"path": "one.txt"}
 
 
-def test_duplicate_url_across_files_keeps_first(tmp_path: Path) -> None:
+@pytest.mark.parametrize("public_name", ["a-public.md", "z-public.md"])  # before or after: neither wins
+def test_url_claimed_by_two_files_is_an_error_naming_both(tmp_path: Path, public_name: str) -> None:
+    (tmp_path / "restricted").mkdir()
+    restricted = tmp_path / "restricted" / "page.md"
+    restricted.write_text("---\nurl: https://wiki/salaries\nacl: [group:hr]\n---\nthe real page")
+    public = tmp_path / public_name
+    public.write_text("---\nurl: https://wiki/salaries\n---\nan impostor")
+    with pytest.raises(CorpusError) as caught:
+        load(tmp_path)
+    message = str(caught.value)
+    assert "url https://wiki/salaries is also claimed by" in message and "\n" not in message
+    assert str(restricted) in message and str(public) in message
+
+
+def test_file_may_not_take_the_id_of_another_files_section(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("---\nurl: KB-1\n---\n" + "\n\n".join("word " * 200 for _ in range(10)))
+    (tmp_path / "b.md").write_text("---\nurl: KB-1#section-1\n---\nan impostor")
+    with pytest.raises(CorpusError, match=r"b\.md: url KB-1#section-1 is also claimed by .*a\.md as url "
+                                          r"KB-1#section-1 \(a section of KB-1\)"):
+        list(load_corpus(tmp_path, limits=CorpusLimits(section_chars=2000)))
+
+
+def test_one_file_reached_through_a_link_inside_the_corpus_is_read_once(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("---\nurl: https://same\n---\nfrom a")
-    (tmp_path / "b.md").write_text("---\nurl: https://same\n---\nfrom b")
+    (tmp_path / "b.md").symlink_to(tmp_path / "a.md")
     docs, skips = load(tmp_path)
     assert [d.content for d in docs] == ["from a"]
-    assert skips == [("b.md", f"duplicate url https://same (first in {tmp_path / 'a.md'})")]
+    assert skips == [("b.md", f"the same file as {tmp_path / 'a.md'} (url https://same)")]
 
 
 def test_binary_undecodable_and_empty_files_are_skipped(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from evident.alignment.models import SourceDocument
 from evident.connectors.base import to_langchain_document, to_source_document
 from evident.connectors.index.embedded import IndexFileError, IndexStats, LocalIndex, default_index_path
 from evident.connectors.index.fts_query import MAX_TERMS, fts_match_expression
-from evident.connectors.index.loaders import CorpusError
+from evident.connectors.index.loaders import CorpusError, CorpusLimits
 from evident.connectors.index.retriever import LocalCorpusRetriever
 
 DOCS = {
@@ -147,20 +147,69 @@ def test_broken_jsonl_raises_and_leaves_index_untouched(index: LocalIndex, tmp_p
     assert index.get("https://a") is not None and index.get("https://b") is None
 
 
-def test_duplicate_url_first_wins_and_skips_are_counted(index: LocalIndex, tmp_path: Path) -> None:
+def test_url_claimed_by_two_files_is_an_error_and_the_index_is_kept(index: LocalIndex, tmp_path: Path) -> None:
     root = tmp_path / "dups"
     write(root / "a.md", "---\nurl: https://same\n---\nfrom a")
-    write(root / "b.md", "---\nurl: https://same\n---\nfrom b")
     write(root / "bin.txt", "")
     skipped: list[tuple[str, str]] = []
     stats = index.add_corpus(root, on_skip=lambda path, reason: skipped.append((path.name, reason)))
-    assert stats == IndexStats(added=1, skipped=2)
-    assert index.get("https://same").content == "from a"  # type: ignore[union-attr]
-    assert [name for name, _ in skipped] == ["b.md", "bin.txt"]
-    # Once a.md gives the URL up, b.md gets it on the next refresh.
-    write(root / "a.md", "---\nurl: https://other\n---\nfrom a", bump=1)
-    assert index.add_corpus(root, on_skip=lambda *_: None) == IndexStats(added=2, removed=1, skipped=1)
-    assert index.get("https://same").content == "from b"  # type: ignore[union-attr]
+    assert stats == IndexStats(added=1, skipped=1) and [name for name, _ in skipped] == ["bin.txt"]
+    # A file read before the holder (b < c) and one read after it (0 < a): neither takes the URL.
+    for name in ("0.md", "b.md"):
+        write(root / name, "---\nurl: https://same\n---\nan impostor")
+        with pytest.raises(CorpusError) as caught:
+            index.add_corpus(root, on_skip=lambda *_: None)
+        assert f"url https://same is also claimed by {(root / 'a.md').resolve()}" in str(caught.value)
+        assert str(root / name) in str(caught.value)
+        assert index.count() == 1 and index.get("https://same").content == "from a"  # type: ignore[union-attr]
+        (root / name).unlink()
+    assert index.add_corpus(root, on_skip=lambda *_: None) == IndexStats(unchanged=1, skipped=1)
+
+
+def test_url_claimed_across_two_corpus_paths_is_an_error(index: LocalIndex, tmp_path: Path) -> None:
+    public, restricted = tmp_path / "public", tmp_path / "restricted"
+    write(restricted / "page.md", "---\nurl: https://wiki/salaries\nacl: [group:hr]\n---\nthe real page")
+    write(public / "page.md", "---\nurl: https://wiki/salaries\n---\nan impostor")
+    write(public / "other.md", "---\nurl: https://wiki/other\n---\nsomething else")
+    index.refresh([restricted])
+    for order in ([public, restricted], [restricted, public]):
+        with pytest.raises(CorpusError, match="url https://wiki/salaries is also claimed by"):
+            index.refresh(order)
+        assert index.count() == 1 and index.get("https://wiki/salaries").content == "the real page"  # type: ignore[union-attr]
+
+
+def test_a_document_moved_between_files_keeps_its_url(index: LocalIndex, tmp_path: Path) -> None:
+    root = tmp_path / "moved"
+    write(root / "a.md", "---\nurl: https://wiki/a\n---\nfirst a")
+    write(root / "b.md", "---\nurl: https://wiki/b\n---\nthe page")
+    index.add_corpus(root)
+    # a.md (read first) takes b's URL while b.md gives it up in the same refresh: not two claims.
+    write(root / "a.md", "---\nurl: https://wiki/b\n---\nthe page, moved", bump=1)
+    write(root / "b.md", "---\nurl: https://wiki/a\n---\nfirst a, moved", bump=1)
+    assert index.add_corpus(root) == IndexStats(added=2, removed=2)
+    assert index.get("https://wiki/b").content == "the page, moved"  # type: ignore[union-attr]
+
+
+def test_a_file_may_not_take_a_section_id_of_another(tmp_path: Path) -> None:
+    root = tmp_path / "sections"
+    write(root / "manual.md", "---\nurl: KB-1\n---\n" + "\n\n".join("word " * 200 for _ in range(10)))
+    with LocalIndex(tmp_path / "s.sqlite3", limits=CorpusLimits(section_chars=2000)) as index:
+        index.refresh([root])
+        sections = index.count()
+        write(root / "note.md", "---\nurl: KB-1#section-2\n---\nan impostor")
+        with pytest.raises(CorpusError, match=r"note\.md: url KB-1#section-2 is also claimed by .*manual\.md as url "
+                                              r"KB-1#section-2 \(a section of KB-1\)"):
+            index.refresh([root])
+        assert index.count() == sections
+
+
+def test_one_folder_under_two_corpus_paths_is_not_two_claims(index: LocalIndex, tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    write(root / "sub" / "a.md", "---\nurl: https://wiki/a\n---\nthe page")
+    skipped: list[str] = []
+    stats = index.refresh([root, root / "sub"], on_skip=lambda _, reason: skipped.append(reason))
+    assert (stats.added, stats.skipped, index.count()) == (1, 1, 1)
+    assert skipped == [f"the same file as {(root / 'sub' / 'a.md').resolve()} (url https://wiki/a)"]
 
 
 def test_missing_root_raises_corpus_error(index: LocalIndex, tmp_path: Path) -> None:

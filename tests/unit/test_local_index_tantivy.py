@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from evident.connectors.index import ranking
+from evident.connectors.index import visible_ranking
 from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.index.fts_query import IDF_FLOOR
-from evident.connectors.index.ranking import TantivyMirror, _idf_ratio
+from evident.connectors.index.ranking import TantivyMirror
+from evident.connectors.index.visible_ranking import idf_ratio
 from tests.support.index import build
 
 
@@ -179,14 +180,14 @@ def test_a_word_in_most_pages_weighs_the_floor_and_a_rare_word_its_own_idf() -> 
     documents, holding = 273, 174  # "benefits" on doc2dial's pages
     common = (documents - holding + 0.5) / (holding + 0.5)
     assert math.log(common) < 0
-    assert _idf_ratio(common) * math.log1p(common) == pytest.approx(IDF_FLOOR)
+    assert idf_ratio(common) * math.log1p(common) == pytest.approx(IDF_FLOOR)
     rare = (documents - 42 + 0.5) / (42 + 0.5)  # "planner"
-    assert _idf_ratio(rare) * math.log1p(rare) == pytest.approx(math.log(rare))
+    assert idf_ratio(rare) * math.log1p(rare) == pytest.approx(math.log(rare))
 
 
 def test_the_page_holding_the_common_word_too_ranks_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with build(tmp_path, FLOOR_RECORDS) as index:
         assert urls(index, "benefits planner")[:2] == ["b-benefits", "a-pension"]
-        monkeypatch.setattr(ranking, "IDF_FLOOR", 1e-6)
+        monkeypatch.setattr(visible_ranking, "IDF_FLOOR", 1e-6)
         # Without the floor "benefits" counts for (almost) nothing: the shorter page wins on "planner".
         assert urls(index, "benefits planner")[:2] == ["a-pension", "b-benefits"]

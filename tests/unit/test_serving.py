@@ -15,6 +15,7 @@ from evident.commands.serve import (
     GENERATED_CONFIG,
     build_invocation,
     check_exposure,
+    served_host_names,
     server_environment,
     tracing_configured,
 )
@@ -139,8 +140,22 @@ def test_another_address_needs_authentication_or_insecure(tmp_path: Path, monkey
     config = tmp_path / "evident.toml"
     config.write_text(f'[server]\ntokens_file = "{tokens.name}"\n', encoding="utf-8")
     authed = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--config", str(config)])
-    assert authed.exit_code == 0 and "warning" not in authed.output
+    assert authed.exit_code == 0 and "anyone" not in authed.output
     assert "EVIDENT_INSECURE" not in started[-1][1]
+    # Every address, so no one name: the operator is told that only allowed_hosts are answered.
+    assert "allowed_hosts" in authed.output
+    config.write_text(f'[server]\ntokens_file = "{tokens.name}"\nallowed_hosts = ["evident.corp"]\n', encoding="utf-8")
+    named = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--config", str(config)])
+    assert named.exit_code == 0 and "warning" not in named.output
+
+
+def test_a_bound_address_is_an_allowed_host_name() -> None:
+    assert served_host_names("127.0.0.1", {}) is None and served_host_names("0.0.0.0", {}) is None
+    assert served_host_names("::", {}) is None
+    assert served_host_names("10.1.2.3", {}) == "10.1.2.3"
+    assert served_host_names("fd00::5", {"EVIDENT_ALLOWED_HOSTS": "a.lan, b.lan"}) == "a.lan,b.lan,[fd00::5]"
+    inv = build_invocation(host="evident.corp", base_env={"EVIDENT_ALLOWED_HOSTS": "evident.corp"})
+    assert inv.env["EVIDENT_ALLOWED_HOSTS"] == "evident.corp"
 
 
 def test_serve_reports_missing_files(tmp_path: Path) -> None:
@@ -160,7 +175,7 @@ def test_health_and_version_routes(examples: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setenv("EVIDENT_CORPUS", str(examples))
     # The block runs the lifespan: the index is opened before any request.
-    with TestClient(app, base_url="http://127.0.0.1:2024") as client:
+    with TestClient(app, base_url="http://127.0.0.1:2024", client=("127.0.0.1", 50000)) as client:
         health = client.get("/health")
         assert health.status_code == 200
         assert health.json()["retriever"]["ready"] is True and health.json()["mode"] == "offline"
@@ -171,7 +186,7 @@ def test_health_says_what_is_wrong(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     from evident.web.app import app
 
     monkeypatch.setenv("EVIDENT_CORPUS", str(tmp_path / "missing"))
-    with TestClient(app, base_url="http://127.0.0.1:2024") as client:
+    with TestClient(app, base_url="http://127.0.0.1:2024", client=("127.0.0.1", 50000)) as client:
         health = client.get("/health")
         assert health.status_code == 503 and health.json()["retriever"]["ready"] is False
         monkeypatch.setenv("EVIDENT_THRESHOLD", "2")

@@ -28,7 +28,7 @@ from evident.context import ConfigError
 from evident.web import settings as web_settings
 from evident.web.auth import check_settings, identify, owner_filter, token_digest
 from evident.web.browser import BrowserGuard
-from evident.web.settings import ServerSettings, load_server_settings
+from evident.web.settings import LOOPBACK_HOSTS, ServerSettings, host_name, load_server_settings
 
 LOOPBACK = ("127.0.0.1", 50000)
 REMOTE = ("10.1.2.3", 50000)
@@ -242,13 +242,29 @@ def test_same_origin_and_listed_origins_get_through_without_a_wildcard(monkeypat
     assert client.post("/runs/wait", content=b"{}").status_code == 200  # curl, the SDK: no Origin
 
 
-def test_without_authentication_a_rebound_host_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    client = _guarded(monkeypatch)
-    rebound = client.get("/ok", headers={"host": "evil.example:2024", "origin": "http://evil.example:2024"})
+@pytest.mark.parametrize("auth", [{}, {"tokens_file": Path("/nonexistent")}, {"insecure": True}],
+                         ids=["loopback", "tokens", "insecure"])
+def test_a_rebound_host_name_is_refused_in_every_mode(monkeypatch: pytest.MonkeyPatch, auth: dict[str, Any]) -> None:
+    client = _guarded(monkeypatch, **auth)
+    rebound = client.post("/runs/wait", content=b"{}",
+                          headers={"host": "evil.example:2024", "origin": "http://evil.example:2024"})
     assert rebound.status_code == 403 and "host" in rebound.json()["detail"]
+    assert client.started == []  # type: ignore[attr-defined]
     assert client.get("/ok", headers={"host": "localhost:2024"}).status_code == 200
-    assert _guarded(monkeypatch, allowed_hosts=["evident.lan"]).get(
+    assert _guarded(monkeypatch, allowed_hosts=["evident.lan"], **auth).get(
         "/ok", headers={"host": "evident.lan:2024"}).status_code == 200
-    # With authentication, the token is what matters: any host name may be used.
-    authed = _guarded(monkeypatch, tokens_file=Path("/nonexistent"))
-    assert authed.get("/ok", headers={"host": "evident.corp.example"}).status_code == 200
+
+
+@pytest.mark.parametrize("host", ["localhost:2024@evil.test", "127.0.0.1:2024 evil.test", "localhost:99999",
+                                  "localhost:", "127.0.0.1:2024/x", "::1", "[::1", "", "localhost:2024:1",
+                                  "localhost\\@evil.test", "evil.test#@localhost"])
+def test_host_parsing_is_strict(monkeypatch: pytest.MonkeyPatch, host: str) -> None:
+    assert host_name(host) is None or host_name(host) not in LOOPBACK_HOSTS
+    client = _guarded(monkeypatch, tokens_file=Path("/nonexistent"))
+    assert client.post("/runs/wait", content=b"{}", headers={"host": host}).status_code == 403
+    assert client.started == []  # type: ignore[attr-defined]
+
+
+def test_loopback_host_names_are_read_with_their_ports() -> None:
+    assert [host_name(h) for h in ("localhost:2024", "LOCALHOST", "127.0.0.1:1", "[::1]:2024", "[::1]")] == [
+        "localhost", "localhost", "127.0.0.1", "[::1]", "[::1]"]

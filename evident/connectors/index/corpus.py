@@ -1,5 +1,5 @@
 """The vocabulary of corpus loading: limits, errors, skip reports, the file types a corpus may hold,
-and the rule that the first document with a URL wins."""
+and the rule that a URL names one document."""
 
 from __future__ import annotations
 
@@ -73,15 +73,33 @@ def too_large(size: int, limits: CorpusLimits) -> str:
             "(raise max_file_mb to index it)")
 
 
-def first_of_each_url(
-    found: Iterable[tuple[SourceDocument, Where]], duplicate: Callable[[SourceDocument, Where, Where], None]
+def one_document_per_url(
+    found: Iterable[tuple[SourceDocument, Where]],
+    repeat: Callable[[SourceDocument, Where, SourceDocument, Where], None],
 ) -> Iterator[SourceDocument]:
-    """The documents of `found` (each with where it was read) whose URL was not seen before; for a
-    repeat, `duplicate(document, where, where_first)` reports it, and it is dropped."""
-    first: dict[str, Where] = {}
+    """The documents of `found` (each with where it was read), each URL at most once.
+
+    A repeat calls `repeat(document, where, first_document, where_first)`, which raises `CorpusError`
+    (two documents claiming one URL: neither may win, or one file could be cited under the URL of
+    another, more trusted one) or returns to drop the repeat (the same file reached twice).
+    """
+    first: dict[str, tuple[SourceDocument, Where]] = {}
     for doc, where in found:
         if doc.url in first:
-            duplicate(doc, where, first[doc.url])
+            repeat(doc, where, *first[doc.url])
             continue
-        first[doc.url] = where
+        first[doc.url] = (doc, where)
         yield doc
+
+
+def claimed(doc: SourceDocument) -> str:
+    """How an error names the URL `doc` claims: a section's says which document it was cut from."""
+    whole = doc.metadata.get("section_of")
+    return f"url {doc.url} (a section of {whole})" if isinstance(whole, str) else f"url {doc.url}"
+
+
+def url_conflict(file: str | Path, doc: SourceDocument, other: str | Path, other_doc: SourceDocument,
+                 line: int | None = None) -> CorpusError:
+    """The error for two files (or JSONL lines) claiming one URL, naming both."""
+    also = "" if other_doc.url == doc.url and claimed(other_doc) == claimed(doc) else f" as {claimed(other_doc)}"
+    return CorpusError(file, f"{claimed(doc)} is also claimed by {other}{also}; a url must name one document", line)

@@ -9,8 +9,8 @@ wants anyway: documents that share the question's words. The FTS5 table is kept 
 while the Tantivy directory is stale.
 
 A refresh of a set of corpus paths is one transaction, so a failure (a vanished path, a broken JSONL
-line, no documents at all) leaves the previous index as it was; `rebuild_index` builds a damaged
-index anew from its sources.
+line, a URL claimed by two files, no documents at all) leaves the previous index as it was;
+`rebuild_index` builds a damaged index anew from its sources.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ import os
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
 from evident.alignment.models import SourceDocument
+from evident.connectors.index.corpus import url_conflict
 from evident.connectors.index.fts_query import fts_search, weighted_terms
 from evident.connectors.index.loaders import (
     DEFAULT_LIMITS,
@@ -38,7 +39,9 @@ from evident.connectors.index.loaders import (
 )
 from evident.connectors.index.mirrored import MirroredStore
 from evident.connectors.index.ranking import TITLE_FIRST_DEPTH, title_first
+from evident.connectors.index.schema import store_visibility
 from evident.connectors.index.store import IndexFileError, WriteLock
+from evident.connectors.visibility import document_tokens
 
 __all__ = ["IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index"]
 
@@ -49,6 +52,17 @@ TITLE_WEIGHT = 20.0
 CONTENT_WEIGHT = 1.0
 
 _COLUMNS = "url, title, source, source_type, content, content_hash, metadata"
+
+
+class _Claim(NamedTuple):
+    """A new document whose URL another file held when it was read: settled once every file is."""
+
+    doc: SourceDocument
+    file: Path
+    root: str
+    origin: str
+    mtime_ns: int
+    size: int
 
 
 class IndexStats(BaseModel):
@@ -89,20 +103,26 @@ class LocalIndex(MirroredStore):
 
     # -- reading -------------------------------------------------------------------------------
 
-    def search(self, query: str, k: int = 8) -> list[tuple[SourceDocument, float]]:
+    def search(
+        self, query: str, k: int = 8, *, visible: Sequence[str] | None = None
+    ) -> list[tuple[SourceDocument, float]]:
         """The `k` best documents for free text `query`, best first, each with its positive BM25 score.
         The first is the page whose title the question names best among the TITLE_FIRST_DEPTH best
         (`ranking.title_first`), whatever `k`; so the scores are not always in descending order: the
-        order is the ranking, the score is BM25's."""
+        order is the ranking, the score is BM25's.
+
+        `visible`: the caller's visibility tokens (`visibility.principal_tokens`); only documents holding
+        one are searched, and the ranking's statistics count only them. None searches every document.
+        """
         terms, weights = weighted_terms(query)
-        if not terms or k <= 0:
+        if not terms or k <= 0 or (visible is not None and not visible):
             return []
         depth = max(k, TITLE_FIRST_DEPTH)
         with self._reading():
-            hits = self._mirror_hits(terms, depth, weights)
+            hits = self._mirror_hits(terms, depth, weights, visible)
             if hits is None:
-                rows = fts_search(self._conn, query, depth, columns=_COLUMNS,
-                                  title_weight=TITLE_WEIGHT, content_weight=CONTENT_WEIGHT)  # fmt: skip
+                rows = fts_search(self._conn, query, depth, columns=_COLUMNS, title_weight=TITLE_WEIGHT,
+                                  content_weight=CONTENT_WEIGHT, visible=visible)  # fmt: skip
                 return _title_first(terms, [(_document(row), float(row[7])) for row in rows])[:k]
             marks = ", ".join("?" for _ in hits)
             sql = f"SELECT {_COLUMNS} FROM documents WHERE url IN ({marks})"
@@ -137,8 +157,9 @@ class LocalIndex(MirroredStore):
 
         One transaction: documents of corpus paths no longer listed go first (so a renamed folder's
         documents keep their URLs), then every path is brought up to date. A path that does not
-        exist, a broken JSONL line, or a result with no documents at all raises `CorpusError` and
-        leaves the index as it was: an index is never emptied by a refresh.
+        exist, a broken JSONL line, a URL claimed by two files (across all `paths`, and against
+        files left unchanged), or a result with no documents at all raises `CorpusError` and leaves
+        the index as it was: an index is never emptied by a refresh.
         """
         self._require_writable()
         roots = [Path(p) for p in paths]
@@ -149,13 +170,15 @@ class LocalIndex(MirroredStore):
                 raise CorpusError(root, "no such file or directory (the index was left as it was)")
         stats = IndexStats()
         keep = sorted({str(root.resolve()) for root in roots})
+        claims: list[_Claim] = []
         with self._writing():
             stats.removed += self._delete(f"WHERE root NOT IN ({', '.join('?' for _ in keep)})", keep)
             for root in roots:
                 tick = (lambda done, total, root=root: progress(root, done, total)) if progress else None
-                found = self._add_root(root, tick, on_skip)
+                found = self._add_root(root, tick, on_skip, claims)
                 for field in IndexStats.model_fields:
                     setattr(stats, field, getattr(stats, field) + getattr(found, field))
+            self._settle(claims, stats, on_skip if on_skip is not None else log_skip)
             if not self._conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone():
                 raise CorpusError(", ".join(map(str, roots)), "no documents found (the index was left as it was)")
         return stats
@@ -170,16 +193,25 @@ class LocalIndex(MirroredStore):
         """Bring the documents of one corpus path up to date, touching only what changed.
 
         Runs in one transaction: concurrent readers see the old index or the new one, never a mix,
-        and an error (a broken JSONL line raises `CorpusError`) leaves the index as it was.
+        and an error (a broken JSONL line, a URL claimed by two files: `CorpusError`) leaves the
+        index as it was.
         """
         self._require_writable()
+        claims: list[_Claim] = []
         with self._writing():
-            return self._add_root(Path(path), progress, on_skip)
+            stats = self._add_root(Path(path), progress, on_skip, claims)
+            self._settle(claims, stats, on_skip if on_skip is not None else log_skip)
+            return stats
 
     def _add_root(
-        self, root_path: Path, progress: Callable[[int, int], None] | None, on_skip: SkipHandler | None
+        self,
+        root_path: Path,
+        progress: Callable[[int, int], None] | None,
+        on_skip: SkipHandler | None,
+        claims: list[_Claim],
     ) -> IndexStats:
-        """`add_corpus` inside the caller's write transaction."""
+        """`add_corpus` inside the caller's write transaction; new documents whose URL another file
+        holds are appended to `claims` for `_settle`."""
         stats = IndexStats()
         user_skip = on_skip if on_skip is not None else log_skip
 
@@ -203,7 +235,7 @@ class LocalIndex(MirroredStore):
         for origin in sorted(set(known) - set(current)):
             stats.removed += self._delete("WHERE root = ? AND origin = ?", (root, origin))
         for done, (origin, file) in enumerate(current.items(), start=1):
-            self._refresh_origin(root_path, root, origin, file, known.get(origin), stats, report)
+            self._refresh_origin(root_path, root, origin, file, known.get(origin), stats, report, claims)
             if progress is not None:
                 progress(done, len(current))
         return stats
@@ -217,6 +249,7 @@ class LocalIndex(MirroredStore):
         known: tuple[int, int, int] | None,
         stats: IndexStats,
         report: SkipHandler,
+        claims: list[_Claim],
     ) -> None:
         try:
             stat = file.stat()
@@ -238,29 +271,26 @@ class LocalIndex(MirroredStore):
         for doc in load_file(file, root=root_path, on_skip=report, limits=self.limits):
             metadata = _dump_metadata(doc.metadata)
             if doc.url not in old:
-                owner = self._conn.execute("SELECT origin FROM documents WHERE url = ?", (doc.url,)).fetchone()
-                if owner is not None:
-                    # First indexed wins, as in load_corpus; the file is re-read on the next run
-                    # and gets its document once the other one is gone.
-                    report(file, f"duplicate url {doc.url} (already indexed from {owner[0]})")
-                    continue
-                self._conn.execute(
-                    f"INSERT INTO documents ({_COLUMNS}, root, origin, origin_mtime_ns, origin_size)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (doc.url, doc.title, doc.source, doc.source_type, doc.content, doc.content_hash,
-                     metadata, root, origin, stat.st_mtime_ns, stat.st_size),
-                )  # fmt: skip
-                self._mirror_op(self._mirror.add, doc.url, doc.title, doc.content)
-                stats.added += 1
+                claim = _Claim(doc, file, root, origin, stat.st_mtime_ns, stat.st_size)
+                if self._conn.execute("SELECT 1 FROM documents WHERE url = ?", (doc.url,)).fetchone():
+                    # Not an error yet: the holder may be a file read later in this refresh that no
+                    # longer has it (a document moved between files); `_settle` decides.
+                    claims.append(claim)
+                else:
+                    self._insert(claim)
+                    stats.added += 1
             elif old[doc.url] == (doc.title, doc.source, doc.source_type, doc.content_hash, metadata):
                 stats.unchanged += 1
             else:
-                self._conn.execute(
+                (document_id,) = self._conn.execute(
                     "UPDATE documents SET title = ?, source = ?, source_type = ?, content = ?,"
-                    " content_hash = ?, metadata = ? WHERE url = ?",
-                    (doc.title, doc.source, doc.source_type, doc.content, doc.content_hash, metadata, doc.url),
-                )
-                self._mirror_op(self._mirror.replace, doc.url, doc.title, doc.content)
+                    " content_hash = ?, metadata = ?, text_tokens = ? WHERE url = ? RETURNING id",
+                    (doc.title, doc.source, doc.source_type, doc.content, doc.content_hash, metadata,
+                     self._mirror.text_tokens(doc.title, doc.content), doc.url),
+                ).fetchone()  # fmt: skip
+                store_visibility(self._conn, int(document_id), doc.metadata.get("acl"))
+                self._mirror_op(self._mirror.replace, doc.url, doc.title, doc.content,
+                                document_tokens(doc.metadata.get("acl")))  # fmt: skip
                 stats.updated += 1
             seen.add(doc.url)
         for url in set(old) - seen:
@@ -269,6 +299,39 @@ class LocalIndex(MirroredStore):
             "UPDATE documents SET origin_mtime_ns = ?, origin_size = ? WHERE root = ? AND origin = ?",
             (stat.st_mtime_ns, stat.st_size, root, origin),
         )
+
+    def _insert(self, claim: _Claim) -> None:
+        doc = claim.doc
+        inserted = self._conn.execute(
+            f"INSERT INTO documents ({_COLUMNS}, root, origin, origin_mtime_ns, origin_size, text_tokens)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (doc.url, doc.title, doc.source, doc.source_type, doc.content, doc.content_hash,
+             _dump_metadata(doc.metadata), claim.root, claim.origin, claim.mtime_ns, claim.size,
+             self._mirror.text_tokens(doc.title, doc.content)),
+        )  # fmt: skip
+        store_visibility(self._conn, int(inserted.lastrowid or 0), doc.metadata.get("acl"))
+        self._mirror_op(self._mirror.add, doc.url, doc.title, doc.content, document_tokens(doc.metadata.get("acl")))
+
+    def _settle(self, claims: list[_Claim], stats: IndexStats, report: SkipHandler) -> None:
+        """Insert each claimed document whose URL is free now that every file was read.
+
+        A URL still held by another file raises `CorpusError` naming both (the caller's transaction
+        rolls back: neither file may win, or one could be cited under the other's URL); held by the
+        same file reached through a second corpus path or a link, the repeat is only reported.
+        """
+        for claim in claims:
+            held = self._conn.execute("SELECT origin, metadata FROM documents WHERE url = ?",
+                                      (claim.doc.url,)).fetchone()  # fmt: skip
+            if held is None:
+                self._insert(claim)
+                stats.added += 1
+                continue
+            if Path(held[0]).resolve() == claim.file.resolve():
+                stats.skipped += 1
+                report(claim.file, f"the same file as {held[0]} (url {claim.doc.url})")
+                continue
+            holder = SourceDocument(url=claim.doc.url, content=".", metadata=json.loads(held[1]))
+            raise url_conflict(claim.file, claim.doc, held[0], holder)
 
     def retain_roots(self, paths: Sequence[str | Path]) -> int:
         """Remove documents of every corpus path not in `paths`; returns how many were removed."""

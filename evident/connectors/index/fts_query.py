@@ -9,6 +9,7 @@ words are OR-ed, leaving the ranking to BM25.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from evident.alignment.tokenize import bmp_word_pattern
@@ -87,33 +88,48 @@ def fts_match_expression(text: str) -> str | None:
 
 
 def fts_search(
-    conn: sqlite3.Connection, text: str, k: int, *, columns: str, title_weight: float, content_weight: float
+    conn: sqlite3.Connection,
+    text: str,
+    k: int,
+    *,
+    columns: str,
+    title_weight: float,
+    content_weight: float,
+    visible: Sequence[str] | None = None,
 ) -> list[tuple[Any, ...]]:
-    """The `k` best `documents` rows (`columns` then score) by FTS5 BM25, ties by url.
+    """The `k` best `documents` rows (`columns` then score) by FTS5 BM25, ties by url; with `visible`,
+    among the documents holding one of those visibility tokens (`document_visibility`) only.
 
     The embedded index ranks with Tantivy; this is its fallback while the Tantivy directory cannot
     be trusted (e.g. an index opened read-only before its first writable open rebuilt it). It scores
     single words only: the word-proximity clauses, the misspelling repairs and the IDF floor of
-    `ranking.TantivyMirror` have no FTS5 counterpart here.
+    `ranking.TantivyMirror` have no FTS5 counterpart here. FTS5's `bm25()` takes its statistics (N,
+    document frequencies, average length) from the whole table, hidden documents included: only the
+    Tantivy search counts the visible documents alone (docs/security.md).
     """
     expression = fts_match_expression(text)
     if expression is None or k <= 0:
         return []
     score = f"-bm25(documents_fts, {title_weight}, {content_weight})"
+    # The filter is part of the WHERE, before ORDER BY ... LIMIT: the k best are the k best visible ones.
+    seen, tokens = "", list(visible or ())
+    if visible is not None:
+        marks = ", ".join("?" for _ in tokens) or "NULL"
+        seen = f" AND documents_fts.rowid IN (SELECT document_id FROM document_visibility WHERE token IN ({marks}))"
     # Rank on the full-text index alone, then read only the winners' rows: joining first carries
     # every matching document's text through the sort, which doubles the time on large indexes.
-    ranked_sql = f"SELECT rowid, {score} AS score FROM documents_fts WHERE documents_fts MATCH ?" \
+    ranked_sql = f"SELECT rowid, {score} AS score FROM documents_fts WHERE documents_fts MATCH ?{seen}" \
         " ORDER BY score DESC LIMIT ?"
-    ranked = conn.execute(ranked_sql, (expression, k + _TIE_MARGIN)).fetchall()
+    ranked = conn.execute(ranked_sql, (expression, *tokens, k + _TIE_MARGIN)).fetchall()
     if len(ranked) == k + _TIE_MARGIN and ranked[k - 1][1] == ranked[-1][1]:
         # Rows tied with the k-th may lie beyond what was fetched; the order (score, then URL)
         # needs the URLs of all of them.
         by_url = f"""
             SELECT {", ".join("d." + c.strip() for c in columns.split(","))}, {score} AS score
             FROM documents_fts JOIN documents AS d ON d.id = documents_fts.rowid
-            WHERE documents_fts MATCH ? ORDER BY score DESC, d.url LIMIT ?
+            WHERE documents_fts MATCH ?{seen} ORDER BY score DESC, d.url LIMIT ?
         """
-        return list(conn.execute(by_url, (expression, k)).fetchall())
+        return list(conn.execute(by_url, (expression, *tokens, k)).fetchall())
     # Rows tied with the k-th row compete for the last places by URL: read them all.
     cut = ranked[k - 1][1] if len(ranked) >= k else None
     scores = {row_id: value for row_id, value in ranked if cut is None or value >= cut}

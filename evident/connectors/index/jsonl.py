@@ -1,7 +1,8 @@
 """JSONL corpora: one document per line, `{"url", "title", "text", "metadata"?, "source_type"?}`.
 
 A broken line fails the whole file (`CorpusError` naming file and line): silently indexing half a
-dataset is worse than failing. An over-long line or a repeated url is skipped and reported.
+dataset is worse than failing. So is a url claimed by two lines (or by a line and a section of a long
+line's document): neither may win. An over-long line is skipped and reported.
 """
 
 from __future__ import annotations
@@ -17,17 +18,24 @@ from evident.connectors.index.corpus import (
     CorpusError,
     CorpusLimits,
     SkipHandler,
-    first_of_each_url,
+    one_document_per_url,
     too_large,
+    url_conflict,
 )
 from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
+from evident.connectors.index.sections import split_sections
 
 
 def load_jsonl(path: Path, relative: str, report: SkipHandler, limits: CorpusLimits) -> Iterator[SourceDocument]:
-    def duplicate(doc: SourceDocument, number: int, first: int) -> None:
-        report(path, f"line {number}: duplicate url {doc.url} (first at line {first})")
+    """The documents of a JSONL corpus, long ones as sections; each URL at most once (else `CorpusError`)."""
 
-    return first_of_each_url(_numbered(path, relative, report, limits), duplicate)
+    def repeat(doc: SourceDocument, number: int, first_doc: SourceDocument, first: int) -> None:
+        raise url_conflict(path, doc, f"line {first}", first_doc, number)
+
+    # Sections are checked too: a line may not take the id of another line's section, nor the reverse.
+    found = ((part, number) for doc, number in _numbered(path, relative, report, limits)
+             for part in split_sections(doc, limits.section_chars))
+    return one_document_per_url(found, repeat)
 
 
 def _numbered(

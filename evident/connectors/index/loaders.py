@@ -32,7 +32,8 @@ from evident.connectors.index.corpus import (
     CorpusError,
     CorpusLimits,
     SkipHandler,
-    first_of_each_url,
+    one_document_per_url,
+    url_conflict,
 )
 from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
 from evident.connectors.index.file_safety import LINK_OUTSIDE, read_bytes, unsafe, within
@@ -63,18 +64,21 @@ def load_corpus(
 ) -> Iterator[SourceDocument]:
     """Yield the documents of a JSONL file, a folder (recursively) or a single document file.
 
-    URLs are unique in the result: a later document with an already-seen URL is reported through
-    `on_skip` and dropped, so the first one (in sorted path order) wins.
+    URLs are unique in the result: two files (or JSONL lines, or a section of a long document and
+    another file) claiming one URL raise `CorpusError` naming both. One file reached under two paths
+    (a link inside the corpus) is read once; the repeat is reported through `on_skip`.
     """
     root = Path(path)
     report = on_skip if on_skip is not None else log_skip
 
-    def duplicate(doc: SourceDocument, file: Path, first: Path) -> None:
-        report(file, f"duplicate url {doc.url} (first in {first})")
+    def repeat(doc: SourceDocument, file: Path, first_doc: SourceDocument, first: Path) -> None:
+        if file.resolve() != first.resolve():
+            raise url_conflict(file, doc, first, first_doc)
+        report(file, f"the same file as {first} (url {doc.url})")
 
     found = ((doc, file) for file in corpus_files(root, on_skip=report, limits=limits)
              for doc in load_file(file, root=root, on_skip=report, limits=limits))
-    yield from first_of_each_url(found, duplicate)
+    yield from one_document_per_url(found, repeat)
 
 
 def corpus_files(
@@ -152,8 +156,7 @@ def load_file(
     relative = _relative(path, root)
     suffix = path.suffix.lower()
     if suffix in JSONL_SUFFIXES:
-        for record in load_jsonl(path, relative, report, limits):
-            yield from split_sections(record, limits.section_chars)
+        yield from load_jsonl(path, relative, report, limits)
         return
     data = read_bytes(path, report, limits)
     if data is None:

@@ -8,6 +8,7 @@ to the FTS5 fallback). Writers take `<index>.lock`, so a second writer waits for
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -19,8 +20,11 @@ from typing import Any, Self
 
 from evident.connectors.index.ranking import MirrorError, TantivyMirror, tantivy_errors
 from evident.connectors.index.store import IndexFileError, WriteLock, _transaction, connect, database_error
+from evident.connectors.visibility import document_tokens
 
 log = logging.getLogger(__name__)
+
+_LENGTHS_CACHED = 256  # (generation, visibility tokens) pairs whose summed document lengths are kept
 
 
 class MirroredStore:
@@ -46,11 +50,16 @@ class MirroredStore:
         self._mirror = TantivyMirror(Path(f"{self.path}.tantivy"), title_weight=title_weight)
         self._mirror_generation: int | None = None  # the SQLite generation the mirror reflects
         self._changed = False  # whether the current write transaction changed any document
+        # (generation, visibility tokens) -> (their documents' `text` tokens together, how many documents)
+        self._lengths: dict[tuple[int, frozenset[str]], tuple[int, int]] = {}
         with self._lock, self._guard():
             self._sync_mirror()
 
-    def _mirror_hits(self, terms: list[str], k: int, weights: dict[str, float]) -> list[tuple[str, float]] | None:
-        """Tantivy's top k (url, score), or None when the mirror cannot be trusted right now."""
+    def _mirror_hits(
+        self, terms: list[str], k: int, weights: dict[str, float], visible: Sequence[str] | None
+    ) -> list[tuple[str, float]] | None:
+        """Tantivy's top k (url, score) among the documents holding a `visible` token (all when None),
+        or None when the mirror cannot be trusted right now."""
         generation = self._generation()
         if generation != self._mirror_generation:
             # Another process wrote: trust its mirror commit only once its marker says it is done.
@@ -66,7 +75,8 @@ class MirroredStore:
         for attempt in (1, 2):
             try:
                 with tantivy_errors(self._mirror.directory):
-                    return self._mirror.top(terms, k, weights)
+                    lengths = None if visible is None else (lambda: self._visible_lengths(visible))
+                    return self._mirror.top(terms, k, weights, visible=visible, lengths=lengths, texts=self._text)
             except MirrorError as exc:
                 if self.read_only or attempt == 2:
                     log.warning("%s: Tantivy search failed, searching with FTS5 (%s)", self.path, exc)
@@ -76,6 +86,39 @@ class MirroredStore:
                 if self._mirror_generation is None:
                     return None
         return None
+
+    def _visible_lengths(self, visible: Sequence[str]) -> tuple[int, int]:
+        """(the `text` tokens of the documents holding a `visible` token together, how many they are), as
+        SQLite holds them at the mirror's generation; cached per generation and token set, since a
+        filtered search needs them every time and they change only with the documents.
+
+        Raises `MirrorError` when a document's length is missing (the mirror rebuild fills them)."""
+        tokens = sorted(set(visible))
+        key = (self._mirror_generation if self._mirror_generation is not None else -1, frozenset(tokens))
+        if key in self._lengths:
+            return self._lengths[key]
+        marks = ", ".join("?" for _ in tokens)
+        # One statement, one snapshot: the generation read is the one the sums belong to.
+        generation, documents, measured, total = self._conn.execute(
+            "SELECT (SELECT value FROM evident_meta WHERE key = 'generation'), COUNT(*), COUNT(text_tokens),"
+            " COALESCE(SUM(text_tokens), 0) FROM documents WHERE id IN"
+            f" (SELECT document_id FROM document_visibility WHERE token IN ({marks}))",
+            tokens,
+        ).fetchone()
+        if measured != documents:
+            raise MirrorError(f"{self.path}: {documents - measured} documents have no recorded length")
+        found = (int(total), int(documents))
+        # Another process may have written since the mirror was refreshed: such a sum is used once, not kept.
+        if str(generation or 0) == str(key[0]):
+            if len(self._lengths) >= _LENGTHS_CACHED:
+                self._lengths.clear()
+            self._lengths[key] = found
+        return found
+
+    def _text(self, url: str) -> tuple[str, str] | None:
+        """(title, content) of the document at `url`, None when there is none."""
+        row = self._conn.execute("SELECT title, content FROM documents WHERE url = ?", (url,)).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]))
 
     def _delete(self, where: str, parameters: Sequence[Any]) -> int:
         """Delete the matching documents from SQLite and the mirror; returns how many."""
@@ -113,8 +156,18 @@ class MirroredStore:
                 # Under SQLite's write lock too, so the rows read are exactly the generation recorded.
                 with _transaction(self._conn):
                     generation, documents = self._state()
-                    rows = self._conn.execute("SELECT url, title, content FROM documents")
-                    self._mirror.rebuild(rows, generation, documents)
+                    rows = self._conn.execute("SELECT id, url, title, content, metadata FROM documents")
+                    # Measured again on every rebuild: a new MIRROR_FORMAT may count differently, and an
+                    # index migrated from before the lengths has none.
+                    lengths: list[tuple[int, int]] = []
+
+                    def mirrored() -> Iterator[tuple[str, str, str, list[str]]]:
+                        for document_id, url, title, content, metadata in rows:
+                            lengths.append((self._mirror.text_tokens(title, content), document_id))
+                            yield url, title, content, document_tokens(json.loads(metadata).get("acl"))
+
+                    self._mirror.rebuild(mirrored(), generation, documents)
+                    self._conn.executemany("UPDATE documents SET text_tokens = ? WHERE id = ?", lengths)
             self._mirror_generation = generation
         except (MirrorError, OSError, ValueError) as exc:
             log.warning("%s: cannot rebuild the Tantivy index, searching with FTS5 (%s)", self.path, exc)

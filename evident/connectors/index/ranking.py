@@ -14,31 +14,41 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import shutil
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import tantivy
 
 from evident.alignment.lexicon import content_terms, stem
-from evident.connectors.index.fts_query import IDF_FLOOR, STOPWORDS
+from evident.connectors.index.fts_query import STOPWORDS
 from evident.connectors.index.spelling import REPAIR_WEIGHT, REPAIRS_PER_QUERY, repair
+from evident.connectors.index.visible_ranking import (
+    TIE_MARGIN,
+    CallerCounts,
+    Clause,
+    ExactRanker,
+    StaleStatistics,
+)
+from evident.connectors.visibility import ANONYMOUS_TOKENS
 from evident.conversation.asking import CHAT
 
 # Bumped whenever the schema, analyzer, field text or marker below changes: an older directory is rebuilt.
 # 4: the title is repeated 20 times (index.TITLE_WEIGHT), not 4. 5: word positions (phrase clauses).
-MIRROR_FORMAT = 5
+# 6: the `acl` field of visibility tokens (permissions inside the search). 7: SQLite's `text_tokens`
+# (filled by the rebuild).
+MIRROR_FORMAT = 7
 _MARKER = "evident-sync.json"
 _ANALYZER = "evident_en"
 _WRITER_HEAP = 128_000_000
 _WRITER_WAIT_S = 10.0  # another process commits its own mirror right after its SQLite write
 _MAX_TOKEN_LENGTH = 64  # as fts_query.MAX_TERM_LENGTH: longer tokens are junk
-_TIE_MARGIN = 64  # extra hits fetched so that ties at the k-th place are usually resolved in one go
+_WORD = r"\w+"
+_TIE_MARGIN = TIE_MARGIN
 # Proximity: each two consecutive search terms of the query (stopwords, greetings and repeats left
 # out, see fts_query.weighted_terms) also count as a phrase, in that order and at most PHRASE_SLOP
 # words apart in the document ("apply retirement" matches "apply for retirement", not "retirement:
@@ -102,13 +112,15 @@ def tantivy_errors(directory: Path) -> Iterator[None]:
         raise MirrorError(f"{directory}: Tantivy panicked ({first})") from None
 
 
-def _analyzer() -> Any:
+def _analyzer(*, bounded: bool = True) -> Any:
     # Close to the FTS5 tokenizer it replaces ("porter unicode61 remove_diacritics 2"): unicode
     # word splitting, case folding, diacritics folded, English (Porter) stemming. Words are `\w+`
     # as in fts_query, marks included: the simple tokenizer would cut Devanagari words at vowel signs.
+    builder = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_WORD))
+    if bounded:
+        builder = builder.filter(tantivy.Filter.remove_long(_MAX_TOKEN_LENGTH + 1))
     return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(r"\w+"))
-        .filter(tantivy.Filter.remove_long(_MAX_TOKEN_LENGTH + 1))
+        builder
         .filter(tantivy.Filter.lowercase())
         .filter(tantivy.Filter.ascii_fold())
         .filter(tantivy.Filter.stemmer("english"))
@@ -122,11 +134,9 @@ def _schema() -> Any:
     builder.add_text_field("url", stored=True, tokenizer_name="raw", index_option="basic")
     # Positions, not only frequencies: the phrase clauses of `TantivyMirror._query` need them.
     builder.add_text_field("text", tokenizer_name=_ANALYZER, index_option="position")
+    # The document's visibility tokens (`evident.connectors.visibility.document_tokens`), one value each.
+    builder.add_text_field("acl", tokenizer_name="raw", index_option="basic")
     return builder.build()
-
-
-def _idf_ratio(x: float) -> float:
-    return max(math.log(x), IDF_FLOOR) / math.log1p(x)
 
 
 class TantivyMirror:
@@ -141,6 +151,11 @@ class TantivyMirror:
         self.title_repeats = max(1, round(title_weight))
         self._schema = _schema()
         self._analyzer = _analyzer()
+        self._exact = ExactRanker(
+            self._schema, title_repeats=self.title_repeats, slop=PHRASE_SLOP,
+            words=tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_WORD)).build(),
+            tokens=_analyzer(bounded=False), max_token_bytes=_MAX_TOKEN_LENGTH,
+        )  # fmt: skip
         self._index: Any | None = None
         self._writer: Any | None = None
         self._chat_tokens: frozenset[str] | None = None
@@ -234,13 +249,37 @@ class TantivyMirror:
         with tantivy_errors(self.directory):
             index.reload()
 
-    def top(self, terms: Sequence[str], k: int, weights: Mapping[str, float] | None = None) -> list[tuple[str, float]]:
+    def top(
+        self,
+        terms: Sequence[str],
+        k: int,
+        weights: Mapping[str, float] | None = None,
+        *,
+        visible: Sequence[str] | None = None,
+        lengths: Callable[[], tuple[int, int]] | None = None,
+        texts: Callable[[str], tuple[str, str] | None] | None = None,
+    ) -> list[tuple[str, float]]:
         """The `k` best (url, score) for OR-ed `terms`, best first, ties by url; a term's score is
-        multiplied by its weight in `weights` (default 1)."""
+        multiplied by its weight in `weights` (default 1). With `visible`, only documents holding one
+        of those visibility tokens are searched, and counted in the IDF and the spelling repair;
+        `lengths` and `texts` then give the statistics of its exact ranking (`visible_ranking.ExactRanker`)."""
         searcher = self._open(create=False).searcher()
-        query = self._query(terms, searcher, weights or {})
-        if query is None or k <= 0:
+        counts = CallerCounts(self._schema, searcher, visible)
+        built = self._query(terms, counts, weights or {})
+        if built is None or k <= 0:
             return []
+        query, clauses = built
+        # Rescored whenever a signed-in caller searches, or the filter hides anything: so one caller takes
+        # the same path over a corpus with documents hidden from them as over the same corpus without
+        # them. The anonymous search of a corpus hiding nothing (the development set's) keeps Tantivy's scores.
+        signed_in = not ANONYMOUS_TOKENS.issuperset(visible or ())
+        if visible is not None and (signed_in or counts.documents < counts.whole_documents):
+            if lengths is None or texts is None:
+                raise TypeError("a filtered search needs the visible documents' lengths and texts")
+            try:
+                return self._exact.top(searcher, clauses, counts, k, lengths(), texts)
+            except StaleStatistics as exc:
+                raise MirrorError(f"{self.directory}: {exc}") from None
         limit = k + _TIE_MARGIN
         while True:
             hits = searcher.search(query, limit).hits
@@ -257,42 +296,47 @@ class TantivyMirror:
         ]
         return sorted(found, key=lambda hit: (-hit[1], hit[0]))[:k]
 
-    def _query(self, terms: Sequence[str], searcher: Any, weights: Mapping[str, float]) -> Any | None:
+    def _query(
+        self, terms: Sequence[str], counts: CallerCounts, weights: Mapping[str, float]
+    ) -> tuple[Any, list[Clause]] | None:
         # Built from analyzed tokens and term queries, never through Tantivy's query parser, so no
         # user text is ever read as query syntax.
         tokens: dict[str, float] = {}
         sequence: list[tuple[str, float]] = []  # the query's tokens in order, for the phrase clauses
         repairs = 0  # of REPAIRS_PER_QUERY
         for term in terms:
-            searched, repaired = self._searched_as(term, weights.get(term, 1.0), searcher, repairs < REPAIRS_PER_QUERY)
+            searched, repaired = self._searched_as(term, weights.get(term, 1.0), counts, repairs < REPAIRS_PER_QUERY)
             repairs += repaired
             for token, weight in searched:
                 tokens[token] = max(tokens.get(token, 0.0), weight)
                 sequence.append((token, weight))
         if not tokens:
             return None
-        documents = int(searcher.num_docs)
         clauses = []
         for token, weight in tokens.items():
             query = tantivy.Query.term_query(self._schema, "text", token)
             # Tantivy's IDF is ln(1 + x), FTS5's ln(x), x = (N - n + 0.5) / (n + 0.5): boosting by the ratio
             # gives FTS5's weights (better on the example questions than Tantivy's own), floored at
             # fts_query.IDF_FLOOR, since FTS5 all but ignores words in half the documents or more (rule 53).
-            matching = int(searcher.doc_freq("text", token))
-            x = (documents - matching + 0.5) / (matching + 0.5)
-            clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(query, _idf_ratio(x) * weight)))
-        return tantivy.Query.boolean_query(clauses + self._phrase_clauses(sequence))
+            # N and n are the visible documents' (`CallerCounts`), Tantivy's own IDF is divided out.
+            boost = counts.idf_boost([token], fts=True) * weight
+            clauses.append(Clause((token,), weight, counts.visible_idf([token], fts=True), boost, query))
+        clauses += self._phrase_clauses(sequence, counts)
+        either = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.boost_query(clause.query, clause.boost)) for clause in clauses]
+        )
+        return counts.restricted(either), clauses
 
     def _searched_as(
-        self, term: str, weight: float, searcher: Any, may_repair: bool
+        self, term: str, weight: float, counts: CallerCounts, may_repair: bool
     ) -> tuple[list[tuple[str, float]], bool]:
         """The index tokens `term` is searched as, with their weights: its own, or, for a word no
         document holds and when `may_repair`, the nearest indexed one at REPAIR_WEIGHT
         (`spelling.repair`); and whether a repair was tried (it counts toward REPAIRS_PER_QUERY)."""
         own = [(token, weight) for token in self._analyzer.analyze(term) if token]
-        if not may_repair or len(own) != 1 or not term.isalpha() or int(searcher.doc_freq("text", own[0][0])) > 0:
+        if not may_repair or len(own) != 1 or not term.isalpha() or counts.holding(own[0][0]) > 0:
             return own, False
-        repaired = repair(own[0][0], lambda candidate: int(searcher.doc_freq("text", candidate)))
+        repaired = repair(own[0][0], counts.holding)
         if repaired is None or repaired in self._unsearchable():
             return own, True
         return [(repaired, weight * REPAIR_WEIGHT)], True
@@ -305,8 +349,9 @@ class TantivyMirror:
             self._chat_tokens = frozenset(token for word in words for token in self._analyzer.analyze(word))
         return self._chat_tokens
 
-    def _phrase_clauses(self, sequence: Sequence[tuple[str, float]]) -> list[tuple[Any, Any]]:
-        """A Should clause per distinct pair of consecutive query tokens (see PHRASE_SLOP)."""
+    def _phrase_clauses(self, sequence: Sequence[tuple[str, float]], counts: CallerCounts) -> list[Clause]:
+        """A Should clause per distinct pair of consecutive query tokens (see PHRASE_SLOP), its IDF
+        (Tantivy's: the sum of its words') taken over the visible documents."""
         clauses = []
         seen: set[tuple[str, str]] = set()
         for (first, first_weight), (second, second_weight) in zip(sequence, sequence[1:], strict=False):
@@ -315,7 +360,9 @@ class TantivyMirror:
                 continue
             seen.add((first, second))
             phrase = tantivy.Query.phrase_query(self._schema, "text", [first, second], slop=PHRASE_SLOP)
-            clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(phrase, PHRASE_BOOST * weight)))
+            boost = PHRASE_BOOST * weight * counts.idf_boost([first, second], fts=False)
+            idf = counts.visible_idf([first, second], fts=False)
+            clauses.append(Clause((first, second), PHRASE_BOOST * weight, idf, boost, phrase))
         return clauses
 
     # -- writing -------------------------------------------------------------------------------
@@ -341,16 +388,23 @@ class TantivyMirror:
             for url in urls:
                 writer.delete_documents_by_term("url", url)
 
-    def add(self, url: str, title: str, content: str) -> None:
+    def text_tokens(self, title: str, content: str) -> int:
+        """How many tokens the `text` field of a document `add` indexes has: what Tantivy counts as its
+        length (before quantising it to a fieldnorm), and what a caller's average field length sums."""
+        # The title's tokens once, times its repeats: the newlines between the repeats split no token.
+        return self.title_repeats * len(self._analyzer.analyze(title)) + len(self._analyzer.analyze(content))
+
+    def add(self, url: str, title: str, content: str, acl: Sequence[str]) -> None:
+        """Index a document; `acl`: its visibility tokens (none: nobody may see it)."""
         text = "\n".join([title] * self.title_repeats + [content])
         writer = self._writer_for_batch()
         with tantivy_errors(self.directory):
-            writer.add_document(tantivy.Document(url=url, text=text))
+            writer.add_document(tantivy.Document(url=url, text=text, acl=list(acl)))
 
-    def replace(self, url: str, title: str, content: str) -> None:
+    def replace(self, url: str, title: str, content: str, acl: Sequence[str]) -> None:
         # Deletes apply to documents added before them, so the new version survives its own delete.
         self.delete([url])
-        self.add(url, title, content)
+        self.add(url, title, content, acl)
 
     def commit(self, generation: int, documents: int) -> None:
         """Make the batch visible and record which SQLite state the directory now reflects."""
@@ -380,16 +434,16 @@ class TantivyMirror:
         temporary.write_text(json.dumps(data), encoding="utf-8")
         os.replace(temporary, self.directory / _MARKER)  # atomic: readers see the old or the new
 
-    def rebuild(self, rows: Iterable[tuple[str, str, str]], generation: int, documents: int) -> None:
-        """Replace the directory's content with `rows` (url, title, content)."""
+    def rebuild(self, rows: Iterable[tuple[str, str, str, Sequence[str]]], generation: int, documents: int) -> None:
+        """Replace the directory's content with `rows` (url, title, content, visibility tokens)."""
         self.rollback()
         self._index = None
         # From scratch: what is there may be unreadable, or of another format or Tantivy version.
         shutil.rmtree(self.directory, ignore_errors=True)
         self._open(create=True)
         try:
-            for url, title, content in rows:
-                self.add(url, title, content)
+            for url, title, content, acl in rows:
+                self.add(url, title, content, acl)
         except BaseException:
             self.rollback()
             raise

@@ -4,21 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
 from pydantic import PrivateAttr
 
+from evident.connectors.acl import coerce_principal
 from evident.connectors.base import to_langchain_document
 from evident.connectors.index.embedded import LocalIndex, default_index_path
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusLimits, SkipHandler
 from evident.connectors.lazy import OpenedOnFirstUse
+from evident.connectors.source import AccessReport, FiltersInSearch
+from evident.connectors.visibility import AclPolicy, principal_tokens
+from evident.models import Principal
 
 
-class LocalCorpusRetriever(BaseRetriever):
+class LocalCorpusRetriever(FiltersInSearch, BaseRetriever):
     """BM25 search over a `LocalIndex`; each hit carries its score and EvidenT's fields in metadata.
-    The documents come in ranking order; their BM25 scores need not descend (`LocalIndex.search`)."""
+    The documents come in ranking order; their BM25 scores need not descend (`LocalIndex.search`).
+
+    Permissions are part of the search: the k documents returned are the best k the `principal` may
+    see under `policy` (a source's `default_acl` and `acl`; by default public documents, and those
+    without an acl), and the ranking's statistics count only those. No principal is anonymous.
+    """
 
     index_path: Path
     k: int = 8
@@ -50,12 +61,38 @@ class LocalCorpusRetriever(BaseRetriever):
             index.refresh(roots, on_skip=on_skip)
         return cls(index_path=target, k=k, source_name=source_name, limits=limits)
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        principal: Principal | dict[str, Any] | None = None,
+        report: AccessReport | None = None,
+        policy: AclPolicy | None = None,
+    ) -> list[Document]:
+        # `report` stays untouched: a search that never sees hidden documents has none to count.
+        rules = policy if policy is not None else AclPolicy(source=self.source_name)
+        visible = principal_tokens(coerce_principal(principal), rules)
         index = self._opened.get(lambda: LocalIndex(self.index_path, limits=self.limits))
         return [
             to_langchain_document(doc.model_copy(update={"source": self.source_name}), score=score)
-            for doc, score in index.search(query, k=self.k)
+            for doc, score in index.search(query, k=self.k, visible=visible)
         ]
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        principal: Principal | dict[str, Any] | None = None,
+        report: AccessReport | None = None,
+        policy: AclPolicy | None = None,
+    ) -> list[Document]:
+        # BaseRetriever's own async fallback passes no keywords on: the principal would be lost.
+        return await run_in_executor(
+            None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(),
+            principal=principal, report=report, policy=policy,
+        )  # fmt: skip
 
     @property
     def _index(self) -> LocalIndex | None:

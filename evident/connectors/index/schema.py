@@ -2,7 +2,32 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+import json
+import sqlite3
+from collections.abc import Callable
+
+from evident.connectors.visibility import document_tokens
+
+SCHEMA_VERSION = 3
+
+# A document's visibility tokens (`evident.connectors.visibility.document_tokens` of its acl): the FTS5
+# fallback requires one the caller matches in its WHERE clause, and the Tantivy mirror is rebuilt from them.
+VISIBILITY: tuple[str, ...] = (
+    """CREATE TABLE document_visibility (
+        token TEXT NOT NULL,
+        document_id INTEGER NOT NULL,
+        PRIMARY KEY (token, document_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX document_visibility_document ON document_visibility (document_id)",
+    """CREATE TRIGGER documents_visibility_delete AFTER DELETE ON documents BEGIN
+        DELETE FROM document_visibility WHERE document_id = old.id;
+    END""",
+)
+
+# How many tokens the Tantivy mirror's `text` field of a document has (`ranking.TantivyMirror.text_tokens`):
+# a caller's average field length sums them over the documents the caller may see. NULL until the
+# mirror is rebuilt after a migration (which a MIRROR_FORMAT bump forces), which fills them.
+LENGTHS: tuple[str, ...] = ("ALTER TABLE documents ADD COLUMN text_tokens INTEGER",)
 
 SCHEMA_V1: tuple[str, ...] = (
     "CREATE TABLE evident_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -41,8 +66,26 @@ SCHEMA_V1: tuple[str, ...] = (
         VALUES ('delete', old.id, old.title, old.content);
         INSERT INTO documents_fts (rowid, title, content) VALUES (new.id, new.title, new.content);
     END""",
+    *VISIBILITY,
+    *LENGTHS,
 )
 
-# version -> statements that upgrade an index from the previous version; empty until schema 2 exists.
+
+def store_visibility(conn: sqlite3.Connection, document_id: int, acl: object) -> None:
+    """Replace the visibility tokens of document `document_id` by those of `acl`."""
+    conn.execute("DELETE FROM document_visibility WHERE document_id = ?", (document_id,))
+    conn.executemany(
+        "INSERT INTO document_visibility (token, document_id) VALUES (?, ?)",
+        [(token, document_id) for token in document_tokens(acl)],
+    )
+
+
+def _backfill_visibility(conn: sqlite3.Connection) -> None:
+    for document_id, metadata in conn.execute("SELECT id, metadata FROM documents").fetchall():
+        store_visibility(conn, document_id, json.loads(metadata).get("acl"))
+
+
+# version -> statements that upgrade an index from the previous version, then what must be computed in Python.
 # (Statement lists, not scripts: executescript() would commit the surrounding transaction.)
-MIGRATIONS: dict[int, tuple[str, ...]] = {}
+MIGRATIONS: dict[int, tuple[str, ...]] = {2: VISIBILITY, 3: LENGTHS}
+BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _backfill_visibility}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from evident.connectors.index.schema import MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
+from evident.connectors.index.schema import BACKFILLS, MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +144,8 @@ def _migrate(conn: sqlite3.Connection, path: Path, version: int) -> None:
         with _transaction(conn):
             for statement in MIGRATIONS[target]:
                 conn.execute(statement)
+            if target in BACKFILLS:
+                BACKFILLS[target](conn)
             conn.execute("UPDATE evident_meta SET value = ? WHERE key = 'schema_version'", (str(target),))
 
 

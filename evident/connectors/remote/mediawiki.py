@@ -26,6 +26,7 @@ from pydantic import Field, PrivateAttr, SecretStr
 from selectolax.lexbor import LexborHTMLParser
 
 from evident.connectors.acl import is_anonymous
+from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
 from evident.connectors.index.fts_query import query_terms
 from evident.connectors.index.html_text import parse_html
 from evident.connectors.remote.base import RemoteRetriever
@@ -105,6 +106,10 @@ class MediaWikiRetriever(RemoteRetriever):
                 continue  # deleted or hidden between the search and the fetch
             url, title, text = page.get("fullurl"), page.get("title"), page.get("text")
             if not isinstance(url, str) or not url.startswith(("http://", "https://")) or not isinstance(text, str):
+                continue
+            try:
+                validate_document_id(url)  # the index's rule for ids holds for live pages too
+            except DocumentIdError:
                 continue
             if not text.strip():
                 continue

@@ -255,11 +255,13 @@ async function checkServer() {
       showError("Server not ready", `${body.error || body.retriever?.error || `HTTP ${response.status}`}.`);
       return body;
     }
-    const note = body.mode === "offline"
-      ? "Offline mode: no model is configured, so answers are sentences taken from the documents."
-      : `Model: ${body.model ?? "?"}.`;
-    $("server-note").textContent = note;
-    show($("server-note"));
+    // Without a token, a server with authentication says only whether it is up and how to sign in.
+    if (body.mode) {
+      $("server-note").textContent = body.mode === "offline"
+        ? "Offline mode: no model is configured, so answers are sentences taken from the documents."
+        : `Model: ${body.model ?? "?"}.`;
+      show($("server-note"));
+    }
     return body;
   } catch {
     showError("Server unreachable", "the server cannot be reached. Is `evident serve` running?");
@@ -294,9 +296,11 @@ async function start() {
   const health = await checkServer();
   const authRequired = typeof health.auth === "string" && /tokens|jwt/.test(health.auth);
   if (authRequired) show($("token-box"));
+  // A link may carry a question (`/?q=`), but only the user starts a run: a foreign page that links
+  // here must not make the user's browser ask, with the user's token, a question the user never asked.
   if (question && question.trim()) {
     if (authRequired && !$("token").value.trim()) needToken("this server needs an access token: enter yours, then ask.");
-    else submit();
+    else $("question").focus();
   }
 }
 

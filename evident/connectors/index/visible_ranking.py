@@ -1,0 +1,403 @@
+"""BM25 with the caller's own statistics: how the embedded index ranks a search that permissions limit.
+
+Tantivy's statistics count every document of the index. Left as they are, a page the caller may not see
+would change what the caller sees: a word only it holds would lower that word's IDF or become a spelling
+repair, and its length would shift the average field length that BM25 normalises every term frequency by,
+so every score and sometimes an order. Here, N, each word's document frequency and the average field length
+are taken over the documents the caller may see (`CallerCounts`), and `ExactRanker` ranks by exactly that
+BM25: the top k and their scores are those of an index holding only the caller's documents, bit for bit,
+whatever else the index holds.
+
+Framework-free apart from Tantivy; the mirror (evident/connectors/index/ranking.py) builds the clauses and
+calls `ExactRanker.top` for such a search.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import tantivy
+
+from evident.connectors.index.fts_query import IDF_FLOOR
+
+# Tantivy's BM25 parameters (its `Bm25Weight`), which the exact rescoring uses with the caller's statistics.
+K1 = 1.2
+B = 0.75
+# What a document that was not rescored can score is bounded from its float32 candidate score; this relative
+# slack covers that score's rounding (a float32 sum of ~100 clauses errs by < 1e-5).
+BOUND_SLACK = 1e-4
+TIE_MARGIN = 64  # extra hits fetched so that ties at the k-th place are usually resolved in one go
+
+# The constants of a TermQuery's explanation (Tantivy's `Bm25Weight::explain`), by their description.
+_EXPLAINED = re.compile(r'"value":\s*([-+0-9.eE]+|null),\s*"description":\s*"(freq|dl|avgdl|N),')
+
+
+class StaleStatistics(Exception):
+    """SQLite and Tantivy disagree on the caller's documents (one is being written): the mirror's owner
+    treats it as a mirror it cannot trust."""
+
+
+def idf_x(documents: int, matching: int) -> float:
+    return (documents - matching + 0.5) / (matching + 0.5)
+
+
+def idf_ratio(x: float) -> float:
+    """FTS5's IDF, floored, over Tantivy's, for x = (N - n + 0.5) / (n + 0.5) (see `ranking.TantivyMirror._query`)."""
+    return max(math.log(x), IDF_FLOOR) / math.log1p(x)
+
+
+class CallerCounts:
+    """Document counts for a query's statistics, over the documents the caller may see.
+
+    With `visible` tokens, each count is a count query of the term AND the visibility filter; `whole`
+    keeps Tantivy's own, which its BM25 multiplies in (a boost divides it out).
+    """
+
+    def __init__(self, schema: Any, searcher: Any, visible: Sequence[str] | None) -> None:
+        self._schema = schema
+        self._searcher = searcher
+        self.filter = None if visible is None else tantivy.Query.term_set_query(schema, "acl", list(visible))
+        self._holding: dict[str, int] = {}
+        self.whole_documents = int(searcher.num_docs)
+        self.documents = self.whole_documents if self.filter is None else self._count(self.filter)
+
+    def whole(self, token: str) -> int:
+        return int(self._searcher.doc_freq("text", token))
+
+    def holding(self, token: str) -> int:
+        """How many documents the caller may see hold `token`."""
+        if token not in self._holding:
+            whole = self.whole(token)
+            if self.filter is None or whole == 0:
+                self._holding[token] = whole
+            else:
+                term = tantivy.Query.term_query(self._schema, "text", token)
+                self._holding[token] = self._count(self.restricted(term))
+        return self._holding[token]
+
+    def restricted(self, query: Any) -> Any:
+        """`query` limited to the documents the caller may see; the filter adds nothing to the score."""
+        if self.filter is None:
+            return query
+        only = tantivy.Query.const_score_query(self.filter, 0.0)
+        return tantivy.Query.boolean_query([(tantivy.Occur.Must, query), (tantivy.Occur.Must, only)])
+
+    def _count(self, query: Any) -> int:
+        return int(self._searcher.search(query, 1, count=True).count)
+
+    def visible_idf(self, tokens: Sequence[str], *, fts: bool) -> float:
+        """The IDF the ranking gives `tokens` over the visible documents: with `fts`, FTS5's ln(x) of one
+        token, floored at IDF_FLOOR; else Tantivy's sum of ln(1 + x), as it weighs a phrase."""
+        xs = [idf_x(self.documents, self.holding(t)) for t in tokens]
+        return max(math.log(xs[0]), IDF_FLOOR) if fts else sum(math.log1p(x) for x in xs)
+
+    def tantivy_idf(self, tokens: Sequence[str], documents: int) -> float:
+        """Tantivy's own IDF of `tokens` with `documents` as its N (it counts deleted documents not yet
+        merged away, which `num_docs` does not)."""
+        return sum(math.log1p(idf_x(documents, self.whole(t))) for t in tokens)
+
+    def idf_boost(self, tokens: Sequence[str], *, fts: bool) -> float:
+        """The boost that turns Tantivy's IDF of `tokens` (the sum of ln(1 + x) over the whole index, as
+        it weighs a term or a phrase) into the same IDF over the visible documents; with `fts`, into
+        FTS5's IDF over them, floored (`idf_ratio`, one token)."""
+        whole = sum(math.log1p(idf_x(self.whole_documents, self.whole(t))) for t in tokens)
+        xs = [idf_x(self.documents, self.holding(t)) for t in tokens]
+        seen = idf_ratio(xs[0]) * math.log1p(xs[0]) if fts else sum(math.log1p(x) for x in xs)
+        return seen / whole
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One Should clause of a search: a term (one token) or a phrase (two consecutive tokens)."""
+
+    tokens: tuple[str, ...]
+    weight: float  # the query's weight of it: its word's (x REPAIR_WEIGHT), or PHRASE_BOOST x the lighter word's
+    idf: float  # over the visible documents (`CallerCounts.visible_idf`)
+    boost: float  # Tantivy's clause is boosted by it: about weight x idf / Tantivy's own IDF
+    query: Any  # the clause without its boost
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """What Tantivy's explanations of one document's term clauses report: each term's frequency (0 where
+    it does not match), the field length (Tantivy's quantised fieldnorm), and the index-wide N and average
+    field length its BM25 used."""
+
+    frequencies: Mapping[str, float]
+    length: float
+    tantivy_documents: int
+    tantivy_average: float
+
+
+def explained_stats(explanation_json: str) -> dict[str, float]:
+    """freq, dl, avgdl and N of a TermQuery explanation (read off its JSON: a parse of the whole tree costs
+    more than the rest of the rescoring)."""
+    return {name: float(value) for value, name in _EXPLAINED.findall(explanation_json) if value != "null"}
+
+
+def bm25(clauses: Sequence[Clause], frequencies: Sequence[float], length: float, average_length: float) -> float:
+    """The score of a document with these per-clause frequencies and field length, given the caller's
+    `average_length`; math.fsum, exactly rounded, so equal inputs give an equal score in any order."""
+    norm = K1 * (1.0 - B + B * length / average_length)
+    return math.fsum(
+        clause.weight * clause.idf * (K1 + 1.0) * frequency / (frequency + norm)
+        for clause, frequency in zip(clauses, frequencies, strict=True)
+        if frequency > 0
+    )
+
+
+def phrase_count(first: Sequence[int], second: Sequence[int], slop: int) -> int:
+    """How many times a phrase query of two words with `slop` matches a document whose first word is at
+    the sorted positions `first` and second at `second`: Tantivy's count (`intersection_count_with_slop`
+    of its phrase scorer, the first word's positions shifted by one), computed from the document alone."""
+    left = [position + 1 for position in first]
+    i = j = count = 0
+    while i < len(left) and j < len(second):
+        if abs(left[i] - second[j]) <= slop:
+            while i + 1 < len(left) and left[i + 1] <= second[j]:  # a later first word is a closer match
+                i += 1
+            count, i, j = count + 1, i + 1, j + 1
+        elif left[i] < second[j]:
+            i += 1
+        else:
+            j += 1
+    return count
+
+
+@dataclass
+class _Candidate:
+    """A document Tantivy returned, with the bounds of its exact score until that score is known."""
+
+    url: str
+    stats: TermStats
+    low: float  # its phrases matching nowhere
+    high: float  # each phrase matching as often as its rarer word: a phrase match needs both words
+    exact: bool = False
+    text: Callable[[], tuple[str, str] | None] = field(default=lambda: None, repr=False)
+
+
+class _Found:
+    """The candidates so far, with the k-th best lower bound kept current (a k-sized heap of lower bounds)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.candidates: dict[tuple[int, int], _Candidate] = {}
+        self._lows: list[float] = []  # a min-heap of the k best lower bounds
+
+    def add(self, key: tuple[int, int], candidate: _Candidate) -> None:
+        self.candidates[key] = candidate
+        if len(self._lows) < self.k:
+            heapq.heappush(self._lows, candidate.low)
+        elif candidate.low > self._lows[0]:
+            heapq.heapreplace(self._lows, candidate.low)
+
+    def kth(self) -> float:
+        """The k-th best lower bound (-inf before there are k): the k-th best exact score is at least it."""
+        return self._lows[0] if len(self._lows) >= self.k else -math.inf
+
+    def most_promising(self, kth: float) -> _Candidate | None:
+        """The candidate not yet settled with the highest upper bound, if that bound reaches `kth`."""
+        open_ = [c for c in self.candidates.values() if not c.exact and c.high >= kth]
+        return max(open_, key=lambda c: (c.high, c.url)) if open_ else None
+
+    def settle(self, candidate: _Candidate, score: float) -> None:
+        candidate.low = candidate.high = score
+        candidate.exact = True
+        self._lows = heapq.nlargest(self.k, (c.low for c in self.candidates.values()))
+        heapq.heapify(self._lows)
+
+    def best(self) -> list[tuple[str, float]]:
+        exact = [(c.url, c.low) for c in self.candidates.values() if c.exact]
+        return sorted(exact, key=lambda hit: (-hit[1], hit[0]))[: self.k]
+
+
+class ExactRanker:
+    """The k best documents by BM25 over the caller's documents alone (see the module's docstring).
+
+    Candidates come from Tantivy, best first, restricted to the caller's documents. Each is explained
+    term by term (frequencies and its quantised length, microseconds each); its phrase counts, which need
+    the document's own tokens, are computed only for the candidates that can still reach the top k. A
+    document Tantivy did not return scores at most `factor` x its candidate score (`_bound`), so fetching
+    stops once that bound is below the k-th lower bound; equal is not enough, a tie is settled by url.
+    """
+
+    def __init__(self, schema: Any, *, title_repeats: int, slop: int, words: Any, tokens: Any,
+                 max_token_bytes: int) -> None:
+        self._schema = schema
+        self._title_repeats = title_repeats
+        self._slop = slop
+        # For a phrase's positions: the words before any filter, and the tokens of the analyzer without
+        # its length filter, one for one (a token too long to index keeps its place).
+        self._words = words
+        self._tokens = tokens
+        self._max_token_bytes = max_token_bytes
+        self._long_word = re.compile(rf"\w{{{max_token_bytes + 1},}}", re.ASCII)
+
+    def top(
+        self,
+        searcher: Any,
+        clauses: Sequence[Clause],
+        counts: CallerCounts,
+        k: int,
+        lengths: tuple[int, int],
+        texts: Callable[[str], tuple[str, str] | None],
+    ) -> list[tuple[str, float]]:
+        """The `k` best (url, score), ties by url. `lengths`: (the caller's documents' `text` tokens
+        together, how many they are); `texts`: a document's (title, content) by url, None once deleted."""
+        tokens, documents = lengths
+        if documents != counts.documents:
+            raise StaleStatistics("SQLite and Tantivy disagree on the visible documents")
+        if documents == 0:
+            return []
+        average = tokens / documents
+        query, parts = self._candidates(clauses, counts)
+        found = _Found(k)
+        factor: float | None = None
+        limit = k + TIE_MARGIN
+        while True:
+            hits = searcher.search(query, limit).hits
+            for score, address in hits:
+                key = (int(address.segment_ord), int(address.doc))
+                if key in found.candidates:
+                    continue
+                # Exact scores raise the k-th lower bound: settling the best candidates before fetching
+                # the next keeps the candidates few (they are cheap; the exact score is not).
+                if factor is not None and factor * score < self._settle(found, clauses, average):
+                    return found.best()
+                url = str(searcher.doc(address)["url"][0])
+                stats = self._term_stats(searcher, address, clauses)
+                if factor is None:
+                    factor = self._bound(parts, counts, stats, average)
+                found.add(key, self._candidate(url, stats, clauses, average, functools.partial(texts, url)))
+            if len(hits) < limit:  # every matching document is a candidate
+                self._settle(found, clauses, average)
+                return found.best()
+            limit *= 4
+
+    def _candidate(self, url: str, stats: TermStats, clauses: Sequence[Clause], average: float,
+                   text: Callable[[], tuple[str, str] | None]) -> _Candidate:
+        low = [stats.frequencies.get(c.tokens[0], 0.0) if len(c.tokens) == 1 else 0.0 for c in clauses]
+        high = [stats.frequencies.get(c.tokens[0], 0.0) if len(c.tokens) == 1
+                else min(stats.frequencies.get(t, 0.0) for t in c.tokens) for c in clauses]
+        candidate = _Candidate(url, stats, bm25(clauses, low, stats.length, average),
+                               bm25(clauses, high, stats.length, average), text=text)
+        candidate.exact = candidate.low == candidate.high  # no phrase can match: its score is known
+        return candidate
+
+    def _settle(self, found: _Found, clauses: Sequence[Clause], average: float) -> float:
+        """Exact scores for every candidate that can still be among the k best, the one with the highest
+        upper bound first, until every other's upper bound is below the k-th lower bound; that bound."""
+        while True:
+            kth = found.kth()
+            candidate = found.most_promising(kth)
+            if candidate is None:
+                return kth
+            found.settle(candidate, self._exact_score(candidate, clauses, average))
+
+    def _exact_score(self, candidate: _Candidate, clauses: Sequence[Clause], average: float) -> float:
+        text = candidate.text()
+        if text is None:  # deleted since the search: the index's reader drops it afterwards, as it would anyway
+            return candidate.low
+        wanted = {token for clause in clauses if len(clause.tokens) > 1 for token in clause.tokens}
+        positions = self._positions(*text, wanted)
+        frequencies = [
+            candidate.stats.frequencies.get(c.tokens[0], 0.0) if len(c.tokens) == 1
+            else float(phrase_count(positions[c.tokens[0]], positions[c.tokens[1]], self._slop))
+            for c in clauses
+        ]
+        return bm25(clauses, frequencies, candidate.stats.length, average)
+
+    def _candidates(self, clauses: Sequence[Clause], counts: CallerCounts) -> tuple[Any, list[tuple[float, float, str]]]:  # noqa: E501
+        """The query that finds the candidates, and per clause (its exact weight, its boost in that query,
+        the token whose Tantivy IDF the boost multiplies).
+
+        A term clause is the ranking's own. A phrase clause is not: Tantivy's phrase count of a document
+        depends on what else its segment holds (the same page counted 1 or 2 matches in two indexes), so
+        the exact score counts phrases itself, and the candidate query stands in for each phrase with
+        its rarer word, required with the other, boosted to the phrase's weight: a phrase matches at most
+        as often as either of its words, so its exact score is at most that word's at the phrase's weight.
+        """
+        parts: list[tuple[float, float, str]] = []
+        should = []
+        for clause in clauses:
+            exact = clause.weight * clause.idf
+            if len(clause.tokens) == 1:
+                parts.append((exact, clause.boost, clause.tokens[0]))
+                should.append((tantivy.Occur.Should, tantivy.Query.boost_query(clause.query, clause.boost)))
+                continue
+            anchor, other = sorted(clause.tokens, key=lambda token: (counts.whole(token), token))
+            boost = exact / counts.tantivy_idf([anchor], counts.whole_documents)
+            both = tantivy.Query.boolean_query([
+                (tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "text", anchor)),
+                (tantivy.Occur.Must, tantivy.Query.const_score_query(
+                    tantivy.Query.term_query(self._schema, "text", other), 0.0)),
+            ])  # fmt: skip
+            parts.append((exact, boost, anchor))
+            should.append((tantivy.Occur.Should, tantivy.Query.boost_query(both, boost)))
+        return counts.restricted(tantivy.Query.boolean_query(should)), parts
+
+    @staticmethod
+    def _bound(parts: Sequence[tuple[float, float, str]], counts: CallerCounts, stats: TermStats,
+               average: float) -> float:
+        """How many times its candidate score a document's exact score may be, at most.
+
+        Per clause, f / (f + K) with the caller's average length is between 1 and K_tantivy / K_visible
+        times Tantivy's, and that lies between 1 and rho = visible / Tantivy average length (the same f
+        and quantised dl in both). A clause's exact weight and its Tantivy weight (boost x Tantivy's IDF)
+        differ by the float32 rounding of the boost and, with deleted documents not yet merged away, by
+        Tantivy's N counting them: the bound takes the largest ratio of the two, plus float32 slack.
+        """
+        ratios = [
+            exact / (boost * counts.tantivy_idf([token], stats.tantivy_documents))
+            for exact, boost, token in parts
+            if boost > 0
+        ]
+        return max(1.0, average / stats.tantivy_average) * max(ratios, default=1.0) * (1.0 + BOUND_SLACK)
+
+    def _term_stats(self, searcher: Any, address: Any, clauses: Sequence[Clause]) -> TermStats:
+        """The document's frequency of each term clause and its length, from Tantivy's explanation of each
+        term alone (one explanation of the whole query builds the union's scorer over a window of
+        documents: milliseconds a document at 100,000)."""
+        frequencies: dict[str, float] = {}
+        document: dict[str, float] = {}  # dl, avgdl and N: the same in every term clause's explanation
+        for clause in clauses:
+            if len(clause.tokens) != 1:
+                continue
+            try:
+                explained = explained_stats(clause.query.explain(searcher, address).to_json())
+            except ValueError:  # the document does not hold this term
+                explained = {}
+            frequencies[clause.tokens[0]] = explained.pop("freq", 0.0)
+            document.update(explained)
+        if not {"dl", "avgdl", "N"} <= document.keys():
+            raise StaleStatistics("a hit that no term of its query explains")
+        return TermStats(frequencies, document["dl"], int(document["N"]), document["avgdl"])
+
+    def _positions(self, title: str, content: str, wanted: set[str]) -> dict[str, list[int]]:
+        """The positions Tantivy indexes each `wanted` token of a document at (the mirror's text: the title
+        `title_repeats` times, then the content)."""
+        found: dict[str, list[int]] = {token: [] for token in wanted}
+        offset = 0
+        parts = [self._analyzed(title)] * self._title_repeats + [self._analyzed(content)]
+        for tokens, too_long in parts:
+            for position, token in enumerate(tokens):
+                if token in found and position not in too_long:
+                    found[token].append(offset + position)
+            offset += len(tokens)
+        return found
+
+    def _analyzed(self, text: str) -> tuple[list[str], frozenset[int]]:
+        """`text`'s tokens, each at the position Tantivy gives it, and the positions of the words too long
+        to index (Tantivy drops the token, not its place)."""
+        tokens = self._tokens.analyze(text)
+        # ASCII text without a word longer than the limit (most text) needs no second pass for the words.
+        if text.isascii() and self._long_word.search(text) is None:
+            return tokens, frozenset()
+        words = self._words.analyze(text)
+        return tokens, frozenset(i for i, word in enumerate(words) if len(word.encode("utf-8")) > self._max_token_bytes)

@@ -1,0 +1,304 @@
+"""The attacks of issue 22, each against a real `langgraph dev` server on 127.0.0.1 with authentication
+on: two users of a tokens file, alice in `executives` and bob in `staff`, and a corpus holding the
+examples, tests/e2e/corpus.py's HR folder (one page for `group:executives`) and one more restricted
+page whose rare word bob tries to detect.
+
+docs/security.md lists each defence with the test here that replays its attack.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from evident.web.auth import token_digest
+from evident.web.routes import ALLOWED
+from tests.e2e import dev_server
+from tests.e2e.corpus import SECRET_MARKERS, Q, server_env
+from tests.e2e.dev_server import DevServer
+
+ALICE, BOB = "alice-token-1", "bob-token-2"
+RARE_WORD = "ZEBRAFINCH"
+PROBE_PAGE = f"""---
+url: https://hr.example/exec-expenses
+title: Executive expense codes
+acl: group:executives
+---
+# Executive expense codes
+
+The executive expense code for board dinners is {RARE_WORD}. Expense reports with it skip the manager.
+"""
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory, examples: Path) -> Iterator[DevServer]:
+    root = tmp_path_factory.mktemp("surface")
+    (root / "exec-only").mkdir()
+    (root / "exec-only" / "exec-expenses.md").write_text(PROBE_PAGE, encoding="utf-8")
+    tokens = root / "tokens.json"
+    tokens.write_text(json.dumps([{"sha256": token_digest(ALICE), "user": "alice", "groups": ["executives"]},
+                                  {"sha256": token_digest(BOB), "user": "bob", "groups": ["staff"]}]),
+                      encoding="utf-8")
+    env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens))
+    env["EVIDENT_CORPUS"] = os.pathsep.join([env["EVIDENT_CORPUS"], str(root / "exec-only")])
+    with dev_server.running(root / "server", env=env) as server:
+        yield server
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def new_thread(server: DevServer, token: str, **body: Any) -> httpx.Response:
+    return httpx.post(f"{server.url}/threads", json=body, headers=bearer(token), timeout=10)
+
+
+def ask(server: DevServer, token: str, query: str, **extra: Any) -> httpx.Response:
+    return httpx.post(f"{server.url}/runs/wait", headers=bearer(token), timeout=60,
+                      json={"assistant_id": "evident", "input": {"query": query}, **extra})
+
+
+# -- 1. routes are denied by default ---------------------------------------------------------------------
+
+
+def logged_routes(server: DevServer, which: str) -> list[tuple[str, str]]:
+    """(methods, path) of the routes the gate logged at start-up as `which` ("served" or "refused")."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", server.output())
+    found = re.search(rf"evident: \d+ routes of the server are {which} \([^)]*\): (.*?)(?: \[|$)", plain, re.M)
+    assert found, f"the server logged no {which} routes:\n{plain[-3000:]}"
+    return [tuple(entry.split(" ", 1)) for entry in found.group(1).split(", ")]  # type: ignore[misc]
+
+
+def concrete(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", lambda m: "x/y" if m.group(0).endswith(":path}") else str(uuid.uuid4()), path)
+
+
+def test_every_route_of_the_real_table_is_on_the_allowlist_or_refused(secured: DevServer) -> None:
+    alice = new_thread(secured, ALICE).json()["thread_id"]
+    refused = logged_routes(secured, "refused")
+    paths = {path for _, path in refused}
+    # What the attack of issue 22 used must be among them, or this test proves nothing.
+    assert {"/internal/truncate", "/internal/debug/thread/{thread_id}", "/deploy", "/metrics"} <= paths
+    for methods, path in refused:
+        for method in methods.split("/") if methods.isupper() else ["GET"]:
+            for headers in ({}, bearer(ALICE)):
+                response = httpx.request(method, secured.url + concrete(path).replace("{thread_id}", alice),
+                                         headers=headers, json={}, timeout=10)
+                assert response.status_code == 404, (method, path, response.status_code, response.text[:200])
+    # Every route the allowlist names is one the server has (a stale entry would hide a renamed route).
+    served = {path for _, path in logged_routes(secured, "served")}
+    assert {route.path for route in ALLOWED} <= served
+    # Nothing was wiped: alice's thread is still there, and only for her.
+    assert httpx.get(f"{secured.url}/threads/{alice}", headers=bearer(ALICE), timeout=10).status_code == 200
+
+
+def test_the_debug_thread_route_and_the_wipe_are_gone(secured: DevServer) -> None:
+    thread = new_thread(secured, ALICE).json()["thread_id"]
+    ran = httpx.post(f"{secured.url}/threads/{thread}/runs/wait", headers=bearer(ALICE), timeout=60,
+                     json={"assistant_id": "evident", "input": {"query": "What is the executive expense code?"}})
+    assert RARE_WORD in ran.text
+    debug = httpx.get(f"{secured.url}/internal/debug/thread/{thread}", timeout=10)
+    assert debug.status_code == 404 and RARE_WORD not in debug.text
+    assert httpx.post(f"{secured.url}/internal/truncate", json={}, timeout=10).status_code == 404
+    assert httpx.post(f"{secured.url}/deploy", json={}, timeout=10).status_code == 404
+    state = httpx.get(f"{secured.url}/threads/{thread}/state", headers=bearer(ALICE), timeout=10)
+    assert state.status_code == 200 and RARE_WORD in state.text
+
+
+def test_what_answers_without_a_token_is_exactly_the_documented_list(secured: DevServer) -> None:
+    public = {route.path for route in ALLOWED if route.access == "public"}
+    assert public == {"/ok", "/health", "/", "/static/{path:path}"}
+    assert httpx.get(f"{secured.url}/ok", timeout=10).status_code == 200
+    assert httpx.get(f"{secured.url}/", timeout=10).status_code == 200
+    assert httpx.get(f"{secured.url}/static/app.js", timeout=10).status_code == 200
+    health = httpx.get(f"{secured.url}/health", timeout=10)
+    assert health.status_code == 200 and health.json() == {"status": "ok", "auth": "tokens"}
+    full = httpx.get(f"{secured.url}/health", headers=bearer(BOB), timeout=10).json()
+    assert full["mode"] == "offline" and full["retriever"]["ready"] is True
+    for route in ALLOWED:
+        if route.access == "public":
+            continue
+        for method in sorted(route.methods):
+            response = httpx.request(method, secured.url + concrete(route.path), json={}, timeout=10)
+            assert response.status_code == 401, (method, route.path, response.status_code)
+    for path in ("/version", "/info", "/docs", "/openapi.json"):
+        assert httpx.get(f"{secured.url}{path}", headers=bearer(BOB), timeout=10).status_code == 200, path
+
+
+# -- 2. the Host and Origin checks hold with authentication on --------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["attacker.example:2024", "localhost:2024@evil.test", "127.0.0.1:2024 evil.test"])
+def test_a_rebinding_page_reaches_nothing_with_authentication_on(secured: DevServer, host: str) -> None:
+    port = secured.url.rsplit(":", 1)[1]
+    for path, body in (("/runs/wait", {"assistant_id": "evident", "input": {"query": Q}}), ("/threads", {})):
+        for headers in ({}, bearer(BOB)):
+            response = httpx.post(f"{secured.url}{path}", json=body, timeout=10, headers={
+                **headers, "Host": host.replace("2024", port), "Origin": f"http://{host.split('@')[-1]}"})
+            assert response.status_code == 403, (path, host, response.status_code)
+
+
+# -- 3. permissions are part of the search ------------------------------------------------------------------
+
+
+def observable(out: dict[str, Any]) -> dict[str, Any]:
+    """What a caller sees of a run, timings aside."""
+    runs = [{k: v for k, v in run.items() if "ms" not in k} for run in out.get("source_runs") or []]
+    return {"status": out["status"], "documents": len(out.get("documents") or []),
+            "retrieved": len(out.get("retrieved") or []), "source_runs": runs}
+
+
+def test_a_hidden_page_cannot_be_probed_word_by_word(secured: DevServer) -> None:
+    settings = {"context": {"k": 1, "top_n": 1}}
+    probe = ask(secured, BOB, f"{RARE_WORD} expense", **settings)
+    control = ask(secured, BOB, "PELICAN expense", **settings)
+    assert probe.status_code == control.status_code == 200
+    assert "exec-expenses" not in probe.text and "board dinners" not in probe.text  # (the query echoes the word)
+    assert observable(probe.json()) == observable(control.json())
+    assert probe.json()["status"] == "answered"  # bob's own top document, not an empty slot
+    # Alice may see it: the same question finds it for her.
+    assert "exec-expenses" in ask(secured, ALICE, f"{RARE_WORD} expense", **settings).text
+
+
+# -- 4. ownership comes from the server only ----------------------------------------------------------------
+
+
+def test_no_user_can_publish_an_assistant_to_the_others(secured: DevServer) -> None:
+    for metadata in ({"created_by": "system"}, {"owner": "bob"}, {"created_by": "system", "owner": "system"}):
+        made = httpx.post(f"{secured.url}/assistants", headers=bearer(ALICE), timeout=10,
+                          json={"graph_id": "evident", "context": {"threshold": 0}, "metadata": metadata})
+        assert made.status_code == 403 and "may not be set by a request" in made.text, made.text
+    mine = httpx.post(f"{secured.url}/assistants", headers=bearer(ALICE), timeout=10,
+                      json={"graph_id": "evident", "context": {"threshold": 0}}).json()
+    assert mine["metadata"]["owner"] == "alice"
+    patched = httpx.patch(f"{secured.url}/assistants/{mine['assistant_id']}", headers=bearer(ALICE), timeout=10,
+                          json={"metadata": {"created_by": "system"}})
+    assert patched.status_code == 403
+    seen = httpx.post(f"{secured.url}/assistants/search", json={}, headers=bearer(BOB), timeout=10).json()
+    assert [a["assistant_id"] for a in seen if a["assistant_id"] == mine["assistant_id"]] == []
+    assert [a["metadata"].get("created_by") for a in seen] == ["system"]
+    thread = new_thread(secured, BOB, metadata={"owner": "alice"})
+    assert thread.status_code == 403
+
+
+# -- 5. every request is bounded whole ---------------------------------------------------------------------
+
+
+def test_a_body_over_the_bound_is_refused_before_it_is_parsed(secured: DevServer) -> None:
+    big = json.dumps({"assistant_id": "evident", "input": {"query": Q}, "metadata": {"x": "y" * (1 << 20)}})
+    declared = httpx.post(f"{secured.url}/runs/wait", content=big, timeout=30,
+                          headers={**bearer(BOB), "Content-Type": "application/json"})
+    assert declared.status_code == 413 and "too large" in declared.text
+
+    def chunks() -> Iterator[bytes]:
+        data = big.encode()
+        for start in range(0, len(data), 64 << 10):
+            yield data[start:start + (64 << 10)]
+
+    chunked = httpx.post(f"{secured.url}/threads", content=chunks(), timeout=30,
+                         headers={**bearer(BOB), "Content-Type": "application/json"})
+    assert chunked.status_code == 413
+    unauthenticated = httpx.post(f"{secured.url}/threads", content=big, timeout=30)
+    assert unauthenticated.status_code == 413  # bounded before anything else reads it
+
+
+@pytest.mark.parametrize("field", ["additional_kwargs", "response_metadata", "name"])
+def test_message_sizes_count_every_field(secured: DevServer, field: str) -> None:
+    thread = new_thread(secured, BOB).json()["thread_id"]
+    filler: Any = "z" * 300_000 if field == "name" else {"filler": "z" * 300_000}
+    message = {"type": "human", "content": Q, field: filler}
+    response = httpx.post(f"{secured.url}/threads/{thread}/runs/wait", headers=bearer(BOB), timeout=60,
+                          json={"assistant_id": "evident", "input": {"messages": [message]}})
+    assert response.status_code == 422 and "the conversation is too long" in response.text
+    state = httpx.get(f"{secured.url}/threads/{thread}/state", headers=bearer(BOB), timeout=10)
+    assert len(state.content) < 20_000  # nothing of it was kept
+
+
+def test_metadata_is_bounded(secured: DevServer) -> None:
+    too_big = new_thread(secured, BOB, metadata={"note": "m" * 20_000})
+    assert too_big.status_code == 422 and "metadata is too large" in too_big.text
+    assert new_thread(secured, BOB, metadata={"note": "fine"}).status_code == 200
+
+
+# -- 7. reserved keys ----------------------------------------------------------------------------------------
+
+
+# (`langgraph_*` keys are refused too, but the LangGraph server already strips them from requests.)
+@pytest.mark.parametrize("key", ["__pregel_send", "__pregel_checkpointer", "checkpoint_ns", "checkpoint_map",
+                                 "thread_id"])
+def test_reserved_keys_are_refused_by_name(secured: DevServer, key: str) -> None:
+    for body in ({"context": {key: "x"}}, {"config": {"configurable": {key: "x"}}}):
+        response = ask(secured, BOB, Q, **body)
+        assert response.status_code == 403 and repr(key) in response.text, (body, response.text)
+    assert ask(secured, BOB, Q, context={"top_n": 2}).json()["status"] == "answered"
+
+
+def test_the_restricted_pages_never_reach_bob(secured: DevServer) -> None:
+    for query in ("What is the executive bonus pool for 2025?", f"{RARE_WORD} expense code"):
+        out = ask(secured, BOB, query).text
+        assert "board dinners" not in out and "exec-expenses" not in out
+        assert not any(marker in out for marker in SECRET_MARKERS)
+
+
+# -- 7. corpus files: a URL claimed twice, ids that lead elsewhere ---------------------------------------
+
+IMPOSTOR = """---
+url: https://hr.example/exec-expenses
+title: Expense codes
+---
+# Expense codes
+
+Staff expense code for dinners is PUBLIC-42.
+"""
+HOSTILE_IDS = {"scheme-relative.md": "//evil.test/x", "unc.md": "\\\\evil\\share",
+               "userinfo.md": "https://user:pass@hr.example/x", "entity.md": "jav&#x61;script:alert(1)"}
+
+
+def _deployment(root: Path, examples: Path, extra: dict[str, str]) -> Iterator[DevServer]:
+    tokens = root / "tokens.json"
+    tokens.write_text(json.dumps([{"sha256": token_digest(BOB), "user": "bob", "groups": ["staff"]}]),
+                      encoding="utf-8")
+    env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens))
+    env["EVIDENT_CORPUS"] = os.pathsep.join([env["EVIDENT_CORPUS"], *extra.values()])
+    with dev_server.running(root / "server", env=env) as server:
+        yield server
+
+
+def test_a_public_file_cannot_take_a_restricted_pages_url(tmp_path: Path, examples: Path) -> None:
+    (tmp_path / "exec-only").mkdir()
+    (tmp_path / "exec-only" / "exec-expenses.md").write_text(PROBE_PAGE, encoding="utf-8")
+    (tmp_path / "public").mkdir()
+    (tmp_path / "public" / "codes.md").write_text(IMPOSTOR, encoding="utf-8")
+    folders = {"exec": str(tmp_path / "exec-only"), "public": str(tmp_path / "public")}
+    for server in _deployment(tmp_path, examples, folders):
+        health = httpx.get(f"{server.url}/health", headers=bearer(BOB), timeout=10)
+        assert health.status_code == 503 and "exec-expenses" not in health.text
+        # The operator reads which files claim the URL in the server's log; a user learns only that it failed.
+        log = server.output()
+        assert "exec-expenses.md" in log and "codes.md" in log and "https://hr.example/exec-expenses" in log
+        out = ask(server, BOB, "What is the staff expense code for dinners?")
+        assert "PUBLIC-42" not in out.text and "board dinners" not in out.text and "exec-expenses" not in out.text
+        assert out.json()["status"] == "error" and "cannot be searched" in out.json()["error"]
+
+
+def test_ids_that_lead_elsewhere_are_never_cited(tmp_path: Path, examples: Path) -> None:
+    folder = tmp_path / "hostile-ids"
+    folder.mkdir()
+    for name, url in HOSTILE_IDS.items():
+        (folder / name).write_text(f"---\nurl: {url}\ntitle: Parking\n---\n# Parking\n\n"
+                                   f"The parking code for {name} is KESTREL-{len(name)}.\n", encoding="utf-8")
+    for server in _deployment(tmp_path, examples, {"ids": str(folder)}):
+        out = ask(server, BOB, "What is the parking code?")
+        assert out.status_code == 200
+        text = out.text
+        assert "evil" not in text and "user:pass" not in text and "&#x61;" not in text and "KESTREL" not in text
+        for name in HOSTILE_IDS:
+            assert name in server.output(), name  # each skipped file is named in the server's log
