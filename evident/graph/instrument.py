@@ -37,11 +37,12 @@ from langchain_core.tracers.log_stream import LogStreamCallbackHandler
 from langgraph.runtime import get_runtime
 
 from evident.context import ConfigError, EvidentContext, run_settings
+from evident.embeddings import DEFAULT_EMBEDDINGS, GraphEmbeddings, describe
 from evident.graph.tracing import summarize
 from evident.llm.batching import TokenCounter, extraction_budget, make_counter
 from evident.llm.models import Models
 from evident.nodes.common import Dual, NodeRuntime
-from evident.nodes.names import EXTRACT, EXTRACT_BATCH, MODEL_NODES
+from evident.nodes.names import EXTRACT, EXTRACT_BATCH, MODEL_NODES, RETRIEVE
 
 log = logging.getLogger(__name__)
 
@@ -156,10 +157,12 @@ def _settings(runtime: NodeRuntime) -> EvidentContext | None:
 class _Annotator:
     """Computes one node's summary and attaches it to its runs."""
 
-    def __init__(self, name: str, models: Models, token_counter: TokenCounter | None) -> None:
+    def __init__(self, name: str, models: Models, token_counter: TokenCounter | None,
+                 embeddings: GraphEmbeddings = DEFAULT_EMBEDDINGS) -> None:
         self.name = name
         self.models = models
         self.token_counter = token_counter
+        self.embeddings = embeddings
 
     def __call__(self, runs: list[Any], state: Any, update: Any, runtime: NodeRuntime,
                  usage: TokenUsage | None) -> None:
@@ -190,6 +193,8 @@ class _Annotator:
             counter=counter,
             budget=extraction_budget(ctx, counter) if ctx is not None and counter is not None else None,
         )
+        if self.name == RETRIEVE and ctx is not None:  # whether this run could rank by meaning, and if not why
+            summary = {**summary, "embeddings": describe(self.embeddings.resolve(ctx))}
         attach_metadata(runs, summary)
 
 
@@ -241,11 +246,14 @@ class TracedNode(Runnable[Any, Any]):
         return update
 
 
-def instrument(name: str, node: Node, *, models: Models, token_counter: TokenCounter | None = None) -> TracedNode:
+def instrument(name: str, node: Node, *, models: Models, token_counter: TokenCounter | None = None,
+               embeddings: GraphEmbeddings = DEFAULT_EMBEDDINGS) -> TracedNode:
     """`node` as the graph runs it: its run annotated; sync and async implementations are both kept."""
-    return TracedNode(name, node, _Annotator(name, models, token_counter))
+    return TracedNode(name, node, _Annotator(name, models, token_counter, embeddings))
 
 
-def instrumented(models: Models, token_counter: TokenCounter | None) -> Callable[[str, Node], TracedNode]:
-    """`instrument` bound to the graph's models and token counter, for the builder."""
-    return lambda name, node: instrument(name, node, models=models, token_counter=token_counter)
+def instrumented(models: Models, token_counter: TokenCounter | None,
+                 embeddings: GraphEmbeddings = DEFAULT_EMBEDDINGS) -> Callable[[str, Node], TracedNode]:
+    """`instrument` bound to the graph's models, token counter and embeddings, for the builder."""
+    return lambda name, node: instrument(name, node, models=models, token_counter=token_counter,
+                                         embeddings=embeddings)

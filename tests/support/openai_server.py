@@ -13,9 +13,17 @@ response_format with HTTP 500 and a Python traceback naming response_format (lla
 honours only that output-cap field ("max_tokens": llama.cpp-family servers ignore
 `max_completion_tokens`); `n_ctx` is reported on `/props` and as `/v1/models` meta.
 
+It answers `POST /v1/embeddings` too, for the real `OpenAIEmbeddings` client: vectors are word-hash
+counts (`bag_of_words`, `embedding_dimensions` wide, or the request's `dimensions`), so texts sharing
+words point the same way and a test can tell the server's vectors from anything else. Float lists and
+the base64 encoding the OpenAI SDK asks for by default are both spoken. `embeddings_status` answers
+every embeddings request with that HTTP error; `embeddings_delay_s` stalls before answering (a slow
+server). Those requests are recorded in `embedding_requests`, apart from the chat `requests`.
+
     with OpenAIServer() as server:
         server.script(extract=[Reply(content=...)], generate=[Reply(content=...)])
         ChatOpenAI(base_url=server.base_url, api_key="x", model="m").invoke("hi")
+        OpenAIEmbeddings(base_url=server.base_url, api_key="x", model="m").embed_query("hi")
 
 Stdlib only. Every handler thread is joined and every connection closed by `stop()`, so no thread
 outlives its test; a stalled reply wakes up as soon as the server stops.
@@ -23,8 +31,11 @@ outlives its test; a stalled reply wakes up as soon as the server stops.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import socket
+import struct
 import threading
 import time
 import uuid
@@ -35,6 +46,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 EXTRACT_MARKER = "collected_passages"
+EMBEDDING_DIMENSIONS = 16
+
+
+def bag_of_words(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
+    """Each word adds 1 to the coordinate its hash picks (the server's embedding of `text`)."""
+    vector = [0.0] * dimensions
+    for word in text.lower().split():
+        vector[int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % dimensions] += 1.0
+    return vector
 
 
 @dataclass
@@ -111,6 +131,20 @@ class ChatRequest:
         return max(1, len(self.text) // 4)
 
 
+@dataclass
+class EmbeddingsRequest:
+    """One `/embeddings` request as the server received it."""
+
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+    @property
+    def inputs(self) -> list[str]:
+        given = self.body.get("input")
+        return [given] if isinstance(given, str) else [str(x) for x in given or []]
+
+
 Responder = Callable[[ChatRequest], Reply]
 
 
@@ -169,6 +203,9 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._json(400, {"error": {"message": "invalid JSON body", "type": "invalid_request_error"}})
             return
+        if self.path.rstrip("/").endswith("/embeddings"):
+            self._embeddings(body)
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": f"unknown path {self.path}", "type": "invalid_request_error"}})
             return
@@ -194,6 +231,33 @@ class _Handler(BaseHTTPRequestHandler):
                 slot.release()
             request.finished = time.monotonic()
             owner._end(request)
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        owner = self.server.owner
+        request = EmbeddingsRequest(self.path, body, {k.lower(): v for k, v in self.headers.items()})
+        with owner._lock:
+            owner.embedding_requests.append(request)
+        try:
+            if owner._sleep(owner.embeddings_delay_s):
+                self.close_connection = True
+                return
+            if owner.embeddings_status != 200:
+                status = owner.embeddings_status
+                self._json(status, {"error": {"message": f"HTTP {status}", "type": "server_error"}})
+                return
+            dims = int(body.get("dimensions") or owner.embedding_dimensions)
+            data = []
+            for i, text in enumerate(request.inputs):
+                vector = bag_of_words(text, dims)
+                encoded: Any = vector
+                if body.get("encoding_format") == "base64":  # little-endian float32, as the SDK decodes it
+                    encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+                data.append({"object": "embedding", "index": i, "embedding": encoded})
+            tokens = sum(len(t.split()) for t in request.inputs)
+            self._json(200, {"object": "list", "data": data, "model": body.get("model"),
+                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
+            self.close_connection = True  # the client timed out and left
 
     # -- replies --------------------------------------------------------------------------------
 
@@ -318,8 +382,14 @@ class OpenAIServer:
     """The server, its script and its record of requests. Use as a context manager."""
 
     def __init__(self, responder: Responder | None = None, *, reject_json_schema: bool = False,
-                 slots: int | None = None, cap_field: str | None = None, n_ctx: int | None = None) -> None:
+                 slots: int | None = None, cap_field: str | None = None, n_ctx: int | None = None,
+                 embedding_dimensions: int = EMBEDDING_DIMENSIONS, embeddings_status: int = 200,
+                 embeddings_delay_s: float = 0.0) -> None:
         self._responder = responder
+        self.embedding_dimensions = embedding_dimensions
+        self.embeddings_status = embeddings_status
+        self.embeddings_delay_s = embeddings_delay_s
+        self.embedding_requests: list[EmbeddingsRequest] = []
         self.reject_json_schema = reject_json_schema
         self.slots = slots
         self._slot = threading.Semaphore(slots) if slots else None
