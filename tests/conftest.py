@@ -20,11 +20,22 @@ settings.load_profile(_PROFILE)
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "corpus"
 
+# Tests pin what the words alone rank and answer; those marked `embeddings` run with the real local
+# model (every other test, and every server or CLI process a session fixture starts, runs without).
+# Set at import, before any session fixture starts a process that would inherit the machine's setting.
+for _name in [n for n in os.environ if n.startswith("EVIDENT_EMBEDDINGS") or n == "EVIDENT_SEMANTIC_WEIGHT"]:
+    del os.environ[_name]
+os.environ["EVIDENT_EMBEDDINGS"] = "none"
+
 
 @pytest.fixture(autouse=True)
-def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_env(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Indexes go to a per-session temp dir; no model, config or tracing leaks in from the machine."""
     monkeypatch.setenv("EVIDENT_INDEX_DIR", str(tmp_path_factory.getbasetemp() / "indexes"))
+    if request.node.get_closest_marker("embeddings") is not None:
+        monkeypatch.delenv("EVIDENT_EMBEDDINGS", raising=False)
     for var in ("EVIDENT_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "EVIDENT_CONFIG", "EVIDENT_CORPUS",
                 "EVIDENT_MODE", "LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2"):
         monkeypatch.delenv(var, raising=False)

@@ -69,12 +69,40 @@ def run(
                     count = index.count()
         except (CorpusError, IndexFileError, OSError) as exc:
             fail("index", str(exc))
+        vectors = _embed(target, settings, bar)
     assert isinstance(totals, IndexStats)
     if json_out:
-        print_json({"index": str(target), "documents": count, **totals.model_dump()})
+        print_json({"index": str(target), "documents": count, **totals.model_dump(), "embeddings": vectors})
     else:
         print(safe_text(
             f"{target}: {count} documents ({totals.added} added, {totals.updated} updated, "
             f"{totals.unchanged} unchanged, {totals.removed} removed, {totals.skipped} skipped)"
         ))
+        print(safe_text(f"embeddings: {vectors['summary']}"))
     return 0
+
+
+def _embed(target: Path, settings: Any, bar: Any) -> dict[str, Any]:
+    """Give the index the vectors of the configured embeddings (only documents without them); on any
+    failure the index keeps what it has and ranks by words until the next run (a warning, exit 0)."""
+    from evident.connectors.index.embedded import IndexFileError, LocalIndex
+    from evident.embeddings import EmbeddingsError, resolve_embeddings
+
+    resolved = resolve_embeddings(settings)
+    if resolved.scorer is None:
+        return {"on": False, "summary": f"off ({resolved.reason})"}
+    task = bar.add_task(f"embedding with {resolved.provider}", total=None)
+    try:
+        with LocalIndex(target) as index:
+            stats = index.embed(resolved.scorer,
+                                progress=lambda done, total: bar.update(task, completed=done, total=total))
+    except EmbeddingsError as exc:
+        warn("index", f"embeddings: {exc.message}; the index ranks by words until `evident index` runs again")
+        return {"on": True, "model": resolved.model_id, "error": exc.message,
+                "summary": f"failed ({exc.message}); ranking by words"}
+    except IndexFileError as exc:
+        fail("index", str(exc))
+    done = f"{stats.documents} documents ({stats.windows} windows) embedded in {stats.seconds:.1f} s"
+    return {"on": True, "model": resolved.model_id, "embedded_documents": stats.documents,
+            "windows": stats.windows, "seconds": round(stats.seconds, 2), "reset": stats.reset,
+            "summary": f"on ({resolved.model_id}): {done if stats.documents else 'up to date'}"}

@@ -41,7 +41,8 @@ from pydantic import BaseModel, Field, model_validator
 
 from evident.connectors.acl import PrincipalError, coerce_principal
 from evident.connectors.base import to_langchain_document
-from evident.connectors.source import AccessOptions, Source, SourceFailure
+from evident.connectors.rerank import rerank_by_meaning
+from evident.connectors.source import AccessOptions, RanksByMeaning, Source, SourceFailure, ranks_by_meaning
 from evident.connectors.source_call import (
     SourceAnswer,
     SourceCallError,
@@ -53,6 +54,8 @@ from evident.connectors.source_call import (
     timeout_error,
 )
 from evident.connectors.workers import WORKERS
+from evident.embeddings.failures import EmbeddingsError
+from evident.embeddings.meaning import QueryMeaning, meaning_error
 from evident.models import Principal, SourceDocument, SourceError, SourceRun
 
 log = logging.getLogger(__name__)
@@ -141,7 +144,7 @@ class _Group:
     sources: list[int] = field(default_factory=list)
 
 
-class FederatedRetriever(BaseRetriever):
+class FederatedRetriever(RanksByMeaning, BaseRetriever):
     """Queries every `Source` concurrently and fuses their rankings (see the module docstring).
 
     `invoke(query, principal=...)` returns the fused documents as LangChain `Document`s;
@@ -176,17 +179,21 @@ class FederatedRetriever(BaseRetriever):
     # -- public entry points -------------------------------------------------------------------
 
     def search(
-        self, query: str, *, principal: Principal | dict[str, Any] | None = None, config: RunnableConfig | None = None
+        self, query: str, *, principal: Principal | dict[str, Any] | None = None, config: RunnableConfig | None = None,
+        meaning: QueryMeaning | None = None,
     ) -> FederatedResult:
+        """The fused result; with `meaning`, every source's results are ranked by meaning as well as by
+        words (the embedded index inside its search, the others by `rerank_by_meaning`)."""
         sink: list[FederatedResult] = []
-        self.invoke(query, config, principal=principal, result_sink=sink)
+        self.invoke(query, config, principal=principal, result_sink=sink, meaning=meaning)
         return sink[0]
 
     async def asearch(
-        self, query: str, *, principal: Principal | dict[str, Any] | None = None, config: RunnableConfig | None = None
+        self, query: str, *, principal: Principal | dict[str, Any] | None = None, config: RunnableConfig | None = None,
+        meaning: QueryMeaning | None = None,
     ) -> FederatedResult:
         sink: list[FederatedResult] = []
-        await self.ainvoke(query, config, principal=principal, result_sink=sink)
+        await self.ainvoke(query, config, principal=principal, result_sink=sink, meaning=meaning)
         return sink[0]
 
     # -- BaseRetriever: thin drivers around _merge and _deliver ---------------------------------
@@ -195,9 +202,10 @@ class FederatedRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **options: Unpack[FederationOptions]
     ) -> list[Document]:
         who = coerce_principal(options.get("principal"))
+        meaning = options.get("meaning")
         child = run_manager.get_child()
         traces = [child.on_retriever_start(None, query, name=s.name) for s in self.sources]
-        result, shown = self._merge(self._gather_threads(query, who), who)
+        result, shown = self._merge(self._gather_threads(query, who, meaning), who, meaning)
         _end_traces(traces, shown)
         return self._deliver(result, options)
 
@@ -205,9 +213,15 @@ class FederatedRetriever(BaseRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **options: Unpack[FederationOptions]
     ) -> list[Document]:
         who = coerce_principal(options.get("principal"))
+        meaning = options.get("meaning")
         child = run_manager.get_child()
         traces = [await child.on_retriever_start(None, query, name=s.name) for s in self.sources]
-        result, shown = self._merge(await self._gather_tasks(query, who), who)
+        outcomes = await self._gather_tasks(query, who, meaning)
+        # Re-ranking embeds remote pages: model work, kept off the event loop the server's requests share.
+        if meaning is not None:
+            result, shown = await asyncio.to_thread(self._merge, outcomes, who, meaning)
+        else:
+            result, shown = self._merge(outcomes, who, None)
         for ending in _end_traces(traces, shown):
             await ending
         return self._deliver(result, options)
@@ -228,13 +242,13 @@ class FederatedRetriever(BaseRetriever):
 
     # -- asking the sources --------------------------------------------------------------------
 
-    def _gather_threads(self, query: str, principal: Principal | None) -> list[_Outcome]:
+    def _gather_threads(self, query: str, principal: Principal | None, meaning: QueryMeaning | None) -> list[_Outcome]:
         if not self.sources:
             return []
         outcomes = {id(s): _Outcome(source=s) for s in self.sources}
         start = time.perf_counter()
         submitted, overflow = WORKERS.submit_all(
-            [partial(contextvars.Context().run, call_untraced, s, query, principal) for s in self.sources]
+            [partial(contextvars.Context().run, call_untraced, s, query, principal, meaning) for s in self.sources]
         )
         futures: dict[Future[SourceAnswer], Source] = dict(zip(submitted, self.sources, strict=True))
         deadlines = {f: start + s.timeout_s for f, s in futures.items()}
@@ -258,11 +272,14 @@ class FederatedRetriever(BaseRetriever):
                 overflow.shutdown(wait=False, cancel_futures=True)
         return [outcomes[id(s)] for s in self.sources]
 
-    async def _gather_tasks(self, query: str, principal: Principal | None) -> list[_Outcome]:
+    async def _gather_tasks(
+        self, query: str, principal: Principal | None, meaning: QueryMeaning | None
+    ) -> list[_Outcome]:
         loop = asyncio.get_running_loop()
         # Each task runs in an empty context: no trace parent, no inherited callbacks (module doc).
         tasks = [
-            loop.create_task(acall_untraced(s, query, principal), context=contextvars.Context()) for s in self.sources
+            loop.create_task(acall_untraced(s, query, principal, meaning), context=contextvars.Context())
+            for s in self.sources
         ]
         # Cancelling this coroutine cancels the tasks too; a source's own failure is returned, not raised.
         answers = await asyncio.gather(*tasks, return_exceptions=True)
@@ -274,7 +291,7 @@ class FederatedRetriever(BaseRetriever):
     # -- merging -------------------------------------------------------------------------------
 
     def _merge(
-        self, outcomes: list[_Outcome], principal: Principal | None
+        self, outcomes: list[_Outcome], principal: Principal | None, meaning: QueryMeaning | None
     ) -> tuple[FederatedResult, list[tuple[list[Document], SourceFailure | None]]]:
         """The fused result, and per source what its trace run may show (visible documents only)."""
         result = FederatedResult(errors=list(self.unavailable))
@@ -290,6 +307,11 @@ class FederatedRetriever(BaseRetriever):
                     outcome.error = SourceError(source=source.name, kind="error", message=problem)
                 elif outcome.short:
                     outcome.error = shortfall_error(source)
+                if meaning is not None and visible and not ranks_by_meaning(source.retriever):
+                    try:
+                        visible = rerank_by_meaning(visible, meaning)
+                    except EmbeddingsError as exc:  # the source's own order stands; the query is degraded
+                        result.errors.append(meaning_error(source.name, exc))
                 ranked.append((index, visible))
                 status: RunStatus = "ok" if visible or outcome.denied else ("empty" if problem is None else "error")
                 result.runs.append(SourceRun(source=source.name, status=status, documents=len(visible),

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from evident.connectors.acl import DefaultAcl
 from evident.connectors.visibility import AclPolicy
+from evident.embeddings.meaning import QueryMeaning
 from evident.models import Principal
 
 
@@ -76,12 +77,22 @@ class FiltersInSearch(PermissionAware):
     filters_in_search: ClassVar[bool] = True
 
 
+class RanksByMeaning:
+    """Marker for retrievers that rank by meaning themselves: `invoke` also accepts `meaning=` (the
+    query's `QueryMeaning`) and the documents it returns carry their `SEMANTIC_WINDOWS`. The results of
+    every other source are re-ranked by meaning after they arrive (`evident.connectors.rerank`)."""
+
+    ranks_by_meaning: ClassVar[bool] = True
+
+
 class AccessOptions(TypedDict, total=False):
-    """The keywords a `PermissionAware` retriever's `invoke` accepts (`policy`: a `FiltersInSearch` one only)."""
+    """The keywords a `PermissionAware` retriever's `invoke` accepts (`policy`: a `FiltersInSearch` one only,
+    `meaning`: a `RanksByMeaning` one only)."""
 
     principal: Principal | dict[str, Any] | None
     report: AccessReport | None
     policy: AclPolicy
+    meaning: QueryMeaning | None
 
 
 def accepts_principal(retriever: BaseRetriever) -> bool:
@@ -90,6 +101,10 @@ def accepts_principal(retriever: BaseRetriever) -> bool:
 
 def filters_in_search(retriever: BaseRetriever) -> bool:
     return bool(getattr(retriever, "filters_in_search", False))
+
+
+def ranks_by_meaning(retriever: BaseRetriever) -> bool:
+    return bool(getattr(retriever, "ranks_by_meaning", False))
 
 
 class Source(BaseModel):

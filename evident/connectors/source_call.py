@@ -33,7 +33,9 @@ from evident.connectors.source import (
     SourceFailure,
     accepts_principal,
     filters_in_search,
+    ranks_by_meaning,
 )
+from evident.embeddings.meaning import SEMANTIC_SCORE, SEMANTIC_WINDOWS, QueryMeaning
 from evident.models import Principal, SourceDocument, SourceError
 
 
@@ -60,13 +62,15 @@ class _UntracedCall:
     """Around one call of a source: tracing off, the keywords it gets, its clock and the report it fills;
     a failure leaves as a `SourceCallError` carrying its latency."""
 
-    def __init__(self, source: Source, principal: Principal | None) -> None:
+    def __init__(self, source: Source, principal: Principal | None, meaning: QueryMeaning | None = None) -> None:
         self.source = source
         self.principal = principal
         self.report = AccessReport()
         self.options: AccessOptions = {"principal": principal, "report": self.report}
         if filters_in_search(source.retriever):
             self.options["policy"] = source.policy()
+        if meaning is not None and ranks_by_meaning(source.retriever):
+            self.options["meaning"] = meaning
         if not accepts_principal(source.retriever):
             self.options = {}
         self._untraced = tracing_context(enabled=False)
@@ -121,8 +125,10 @@ def _pages(call: _UntracedCall, query: str) -> tuple[BaseRetriever, Any]:
     return asked, raw
 
 
-def call_untraced(source: Source, query: str, principal: Principal | None) -> SourceAnswer:
-    with _UntracedCall(source, principal) as call:
+def call_untraced(
+    source: Source, query: str, principal: Principal | None, meaning: QueryMeaning | None = None
+) -> SourceAnswer:
+    with _UntracedCall(source, principal, meaning) as call:
         asked, raw = _pages(call, query)
     return call.answer(raw, short=_short(source, asked, raw, principal))
 
@@ -138,8 +144,10 @@ async def _apages(call: _UntracedCall, query: str) -> tuple[BaseRetriever, Any]:
     return asked, raw
 
 
-async def acall_untraced(source: Source, query: str, principal: Principal | None) -> SourceAnswer:
-    with _UntracedCall(source, principal) as call:
+async def acall_untraced(
+    source: Source, query: str, principal: Principal | None, meaning: QueryMeaning | None = None
+) -> SourceAnswer:
+    with _UntracedCall(source, principal, meaning) as call:
         try:
             # One deadline for every round: a refill never makes a source slower than its timeout.
             asked, raw = await asyncio.wait_for(_apages(call, query), timeout=source.timeout_s)
@@ -205,6 +213,10 @@ def collect(source: Source, raw: Any, principal: Principal | None) -> tuple[list
             continue
         if not doc.content.strip():
             continue
+        if not ranks_by_meaning(source.retriever):
+            # Scores by meaning are ours to compute: a source's own metadata must not steer the extractor.
+            for key in (SEMANTIC_SCORE, SEMANTIC_WINDOWS):
+                doc.metadata.pop(key, None)
         if source.source_type and doc.source_type in {"", LOCAL_SOURCE}:
             doc.source_type = source.source_type
         docs.append(doc)

@@ -100,7 +100,7 @@ def build_graph(
     route_extraction, extract_batch, extract = make_extract_nodes(models, token_counter)
     traced = instrumented(models, token_counter, meaning)
     builder.add_node(REWRITE, traced(REWRITE, make_rewrite(models)))
-    builder.add_node(RETRIEVE, traced(RETRIEVE, make_retrieve(factory)))
+    builder.add_node(RETRIEVE, traced(RETRIEVE, make_retrieve(factory, meaning)))
     builder.add_node(EXTRACT_BATCH, traced(EXTRACT_BATCH, extract_batch))
     builder.add_node(EXTRACT, traced(EXTRACT, extract))
     builder.add_node(ALIGN, traced(ALIGN, align))

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from langgraph.types import Send
 
 from evident.alignment import nfkc_casefold
-from evident.alignment.models import Passage
+from evident.alignment.models import Passage, SourceDocument
 from evident.context import EvidentContext, run_settings
 from evident.llm.batching import TokenCounter, extraction_budget, make_counter, plan_batches
 from evident.llm.extraction import extract_with_model
@@ -58,6 +58,11 @@ def merge_passages(groups: Sequence[Sequence[Passage]]) -> list[Passage]:
         seen.add((url, text))
         keep.append(p)
     return [p.model_copy(update={"passage_id": f"p{i}"}) for i, p in enumerate(keep, 1)]
+
+
+def _offline(query: str, docs: Sequence[SourceDocument], ctx: EvidentContext) -> list[Passage]:
+    """The offline extractor's passages; documents retrieved by meaning are read by meaning too."""
+    return extract_passages(query, docs, max_passages=ctx.max_passages, semantic_weight=ctx.semantic_weight)
 
 
 def make_extract_nodes(
@@ -116,9 +121,7 @@ def make_extract_nodes(
         docs = state.get("documents") or []
         with timed(EXTRACT, update):
             if not models.enabled(ctx):
-                update["passages"] = (
-                    extract_passages(state["query"], docs, max_passages=ctx.max_passages) if docs else []
-                )
+                update["passages"] = _offline(state["query"], docs, ctx) if docs else []
                 return update
             update.update({"mode": "llm", "extractions": None})
             batches = sorted(state.get("extractions") or [], key=lambda b: b.batch)
@@ -130,7 +133,7 @@ def make_extract_nodes(
                 except Exception as exc:
                     reason = describe_failure(exc, ctx)
                 update["model_errors"] = [reason.to_error(models.name(ctx), EXTRACT, OFFLINE_FALLBACK)]
-                update["passages"] = extract_passages(state["query"], docs, max_passages=ctx.max_passages)
+                update["passages"] = _offline(state["query"], docs, ctx)
                 return update
             # Which request shape each call used and how its reply was read (docs/llm.md).
             update["extraction_notes"] = [
@@ -143,7 +146,7 @@ def make_extract_nodes(
                 # Every batch failed: exactly the offline engine's passages. Some failed: the offline
                 # extractor reads just the text those calls could not.
                 offline_docs = docs if len(failed) == len(batches) else [d for b in failed for d in b.documents]
-                groups.append(extract_passages(state["query"], offline_docs, max_passages=ctx.max_passages))
+                groups.append(_offline(state["query"], offline_docs, ctx))
             update["passages"] = merge_passages(groups)
         return update
 

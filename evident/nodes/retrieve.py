@@ -25,9 +25,11 @@ from langchain_core.runnables import RunnableConfig
 
 from evident.connectors.acl import PrincipalError, coerce_principal
 from evident.connectors.federated import FederatedResult, FederatedRetriever
+from evident.connectors.query_meaning import PreparedMeaning, prepare_meaning
 from evident.connectors.retrievers import RetrieverFactory, as_federated, default_retriever
 from evident.context import EvidentContext, refused_settings, run_settings, served
 from evident.conversation.rule import query_too_long
+from evident.embeddings import DEFAULT_EMBEDDINGS, GraphEmbeddings
 from evident.models import Principal, RetrievedRef, SourceError
 from evident.nodes.common import Dual, NodeRuntime, authenticated_principal, timed
 from evident.nodes.names import RETRIEVE, REWRITE
@@ -60,12 +62,14 @@ def _fail(update: QueryStart, message: str) -> None:
     update.update({"status": "error", "error": message, "documents": [], "retrieved": []})
 
 
-def _finish(update: QueryStart, result: FederatedResult, ctx: EvidentContext) -> None:
+def _finish(update: QueryStart, result: FederatedResult, ctx: EvidentContext, prepared: PreparedMeaning) -> None:
     docs = result.documents[: ctx.top_n]
+    if prepared.notes:
+        update["notes"] = [*update.get("notes", []), *prepared.notes]
     update.update({
         "documents": docs,
         "retrieved": [RetrievedRef(url=d.url, title=d.title, source=d.source) for d in docs],
-        "source_errors": result.errors,
+        "source_errors": [*prepared.errors, *result.errors],
         # A source that answered only with hidden documents, or hid itself, reads as empty, as if nothing matched.
         "source_runs": [r.model_copy(update={"denied": 0, "hidden": [],
                                              "status": "empty" if r.status == "ok" and not r.documents
@@ -136,11 +140,15 @@ def _from_rewrite(state: EvidentState) -> QueryStart:
     return out
 
 
-Prepared = tuple[FederatedRetriever, str, Principal | None]
+Prepared = tuple[FederatedRetriever, str, Principal | None, PreparedMeaning]
 
 
-def make_retrieve(factory: RetrieverFactory | None = None) -> Dual[EvidentState, QueryStart]:
-    """The retrieve node, with a blocking implementation for `invoke` and an asyncio one for `ainvoke`."""
+def make_retrieve(
+    factory: RetrieverFactory | None = None, embeddings: GraphEmbeddings = DEFAULT_EMBEDDINGS
+) -> Dual[EvidentState, QueryStart]:
+    """The retrieve node, with a blocking implementation for `invoke` and an asyncio one for `ainvoke`.
+    With embeddings on, the query is embedded once and every source ranks by meaning as well as by
+    words (evident/connectors/query_meaning.py)."""
     get_retriever = factory or default_retriever
 
     def prepare(state: EvidentState, ctx: EvidentContext, update: QueryStart, runtime: NodeRuntime) -> Prepared | None:
@@ -169,7 +177,9 @@ def make_retrieve(factory: RetrieverFactory | None = None) -> Dual[EvidentState,
             else:
                 _fail(update, str(exc))
             return None
-        return as_federated(retriever, ctx), state["query"].strip(), principal
+        federated, query = as_federated(retriever, ctx), state["query"].strip()
+        meaning = prepare_meaning(federated, embeddings.resolve(ctx), query, ctx.semantic_weight)
+        return federated, query, principal, meaning
 
     def retrieve(state: EvidentState, runtime: NodeRuntime = None) -> QueryStart:
         ctx = run_settings(runtime)
@@ -177,8 +187,8 @@ def make_retrieve(factory: RetrieverFactory | None = None) -> Dual[EvidentState,
         with timed(RETRIEVE, update):
             prepared = prepare(state, ctx, update, runtime)
             if prepared is not None:
-                federated, query, principal = prepared
-                _finish(update, federated.search(query, principal=principal), ctx)
+                federated, query, principal, meaning = prepared
+                _finish(update, federated.search(query, principal=principal, meaning=meaning.meaning), ctx, meaning)
         return start_of_query(update)
 
     async def aretrieve(state: EvidentState, runtime: NodeRuntime = None) -> QueryStart:
@@ -189,8 +199,9 @@ def make_retrieve(factory: RetrieverFactory | None = None) -> Dual[EvidentState,
             # event loop, which a server shares between all requests.
             prepared = await asyncio.to_thread(prepare, state, ctx, update, runtime)
             if prepared is not None:
-                federated, query, principal = prepared
-                _finish(update, await federated.asearch(query, principal=principal), ctx)
+                federated, query, principal, meaning = prepared
+                found = await federated.asearch(query, principal=principal, meaning=meaning.meaning)
+                _finish(update, found, ctx, meaning)
         return start_of_query(update)
 
     return Dual(retrieve, aretrieve)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evident.alignment.models import Passage, SourceDocument
+from evident.embeddings.meaning import Window, fuse, semantic_windows
 from evident.offline.scoring import Scorer, heading_terms, under_heading, window_score
 from evident.offline.sentences import CONTINUATIONS
 from evident.offline.units import Unit, analyse
@@ -183,24 +184,46 @@ def _window(
     )
 
 
-def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[Scorer, list[tuple[Unit, ...]], list[_Window]]:
-    """Every candidate window of `documents` for `query`, best score first (ties: document, position)."""
+def _windows(
+    query: str, documents: Sequence[SourceDocument], semantic_weight: float = 0.0
+) -> tuple[Scorer, list[tuple[Unit, ...]], list[_Window]]:
+    """Every candidate window of `documents` for `query`, best score first (ties: document, position).
+
+    With `semantic_weight` > 0 and documents that carry the cosines of their windows to the query
+    (`SEMANTIC_WINDOWS`, set by a retrieval by meaning), units and windows are ranked by
+    `evident.embeddings.meaning.fuse` of their lexical score and their cosine: a sentence that says
+    what was asked in other words ("the grace period after a rotation" for "how long does the old key
+    keep working") can lead. Coverage, and so the abstention, stays lexical."""
     analysed = [analyse(d.content) for d in documents]
     units = [a.units for a in analysed]
     scorer = Scorer(query, analysed, documents)
-    if scorer.total <= 0:
+    meaning = [semantic_windows(d) for d in documents] if semantic_weight > 0 else []
+    if not any(meaning):
+        meaning = []
+    if scorer.total <= 0 and not meaning:
         return scorer, units, []
 
+    cosine: dict[tuple[int, int], float] = {}
     scores: dict[tuple[int, int], float] = {}
     for d, doc_units in enumerate(units):
         for u in doc_units:
             if u.noise:
                 continue
-            own = scorer.raw(u.terms, u.pairs)
-            full = own + under_heading(scorer, doc_units, u, d)
+            full = own = 0.0
+            if scorer.total > 0:
+                own = scorer.raw(u.terms, u.pairs)
+                full = own + under_heading(scorer, doc_units, u, d)
+            if meaning:
+                cosine[(d, u.idx)] = unit_cosine(meaning[d], u.start, u.end)
             if full > 0:
                 heads = heading_terms(scorer, doc_units, u, d)
                 scores[(d, u.idx)] = window_score(scorer, d, u.key, full, own, u.terms, heads, len(u.key))
+            elif cosine.get((d, u.idx), 0.0) > 0:
+                scores[(d, u.idx)] = 0.0
+    if meaning:
+        keys = list(scores)
+        fused = fuse([scores[key] for key in keys], [cosine.get(key, 0.0) for key in keys], semantic_weight)
+        scores = dict(zip(keys, fused, strict=True))
 
     order = sorted(scores, key=lambda k: (-scores[k], k[0], k[1]))
 
@@ -225,8 +248,18 @@ def _windows(query: str, documents: Sequence[SourceDocument]) -> tuple[Scorer, l
         if w is not None:
             windows.append(w)
             opened.add(d)
+    if meaning and windows:
+        best = [max((cosine.get((w.doc, k), 0.0) for k in range(w.first, w.last + 1)), default=0.0)
+                for w in windows]  # fmt: skip
+        for w, score in zip(windows, fuse([w.score for w in windows], best, semantic_weight), strict=True):
+            w.score = score
     windows.sort(key=lambda w: (-w.score, w.doc, w.first))
     return scorer, units, windows
+
+
+def unit_cosine(windows: Sequence[Window], start: int, end: int) -> float:
+    """The best cosine among the embedded windows that overlap the text `[start, end)`."""
+    return max((c for s, e, c in windows if s < end and start < e), default=0.0)
 
 
 def address_score(query: str, documents: Sequence[SourceDocument]) -> float:
@@ -246,6 +279,7 @@ def extract_passages(
     max_passages: int = 6,
     max_per_document: int = 3,
     min_coverage: float = MIN_COVERAGE,
+    semantic_weight: float = 0.0,
 ) -> list[Passage]:
     """Verbatim sentence windows from `documents` (in retrieval rank order) relevant to `query`.
 
@@ -259,10 +293,13 @@ def extract_passages(
     Returns [] when `address_score` is below `min_coverage` (no window covers that
     share of the query's IDF-weighted term weight with at least one specific, high-IDF term): the
     caller then answers "not sufficient information".
+
+    `semantic_weight`: the share of meaning in the windows' ranking, for documents retrieved by meaning
+    (`_windows`); 0 ranks by words alone.
     """
     if max_passages <= 0 or not documents:
         return []
-    scorer, units, windows = _windows(query, documents)
+    scorer, units, windows = _windows(query, documents, semantic_weight)
     if not windows:
         return []
     best = next((w for w in windows if w.coverage >= min_coverage), None)

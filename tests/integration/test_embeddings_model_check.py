@@ -13,6 +13,9 @@ from evident.cli import app
 from evident.embeddings.model_files import locate_model_files
 from tests.support.openai_server import OpenAIServer
 
+# The real resolution of the settings (conftest.py sets words only for unmarked tests).
+pytestmark = pytest.mark.embeddings
+
 
 @pytest.fixture(autouse=True)
 def clean(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,9 @@ from evident.embeddings import EmbeddingsFailure, GraphEmbeddings
 from evident.embeddings.scorer import VectorCache
 from tests.support.openai_server import OpenAIServer, bag_of_words
 
+# The real resolution of the settings (conftest.py sets words only for unmarked tests).
+pytestmark = pytest.mark.embeddings
+
 
 def context(server: OpenAIServer, **extra: object) -> EvidentContext:
     return EvidentContext(embeddings="openai", embeddings_model="embedder-7", embeddings_base_url=server.base_url,

@@ -18,6 +18,9 @@ from evident.context import (
 from evident.embeddings import EmbeddingsSettings, GraphEmbeddings, embeddings_note
 from evident.graph import build_graph
 
+# The real resolution of the settings (conftest.py sets words only for unmarked tests).
+pytestmark = pytest.mark.embeddings
+
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -18,6 +18,9 @@ from evident.embeddings.local import DIMENSION, LocalEmbeddings
 from evident.embeddings.model_files import MODEL_SHA256, locate_model_files, sha256_of
 from evident.embeddings.scorer import SemanticScorer, VectorCache
 
+# The real resolution of the settings (conftest.py sets words only for unmarked tests).
+pytestmark = pytest.mark.embeddings
+
 QUESTION = "How long does an old API key keep working after I rotate it?"
 ANSWER = "The default grace period after a rotation is 24 hours."
 UNRELATED = "Expense reports must be submitted within 30 days of the end of a trip."

@@ -21,9 +21,12 @@ import os
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from evident.embeddings.scorer import SemanticScorer
 
 from evident.alignment.models import SourceDocument
 from evident.connectors.index.corpus import url_conflict
@@ -40,16 +43,29 @@ from evident.connectors.index.loaders import (
 from evident.connectors.index.mirrored import MirroredStore
 from evident.connectors.index.ranking import TITLE_FIRST_DEPTH, title_first
 from evident.connectors.index.schema import store_visibility
-from evident.connectors.index.store import IndexFileError, WriteLock
+from evident.connectors.index.store import IndexFileError, WriteLock, _transaction
+from evident.connectors.index.vectors import (
+    EmbedProgress,
+    EmbedStats,
+    LoadedVectors,
+    embed_missing,
+    load_vectors,
+    ranked_by_meaning,
+    unembedded,
+    vectors_generation,
+)
 from evident.connectors.visibility import document_tokens
+from evident.embeddings.meaning import SEMANTIC_SCORE, SEMANTIC_WINDOWS, QueryMeaning, fuse, windows_metadata
 
-__all__ = ["IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index"]
+__all__ = ["EmbedStats", "IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index"]
 
 # A query word in the title says more about the document than one in its body. 20 (was 4) measured
 # best on the development set's tune part (doc2dial-qa recall@3 0.740 -> 0.755, recall@1 0.581 -> 0.602;
 # the example questions unchanged at @3, 0.759 -> 0.776 at @1; docs/evaluation.md).
 TITLE_WEIGHT = 20.0
 CONTENT_WEIGHT = 1.0
+# Candidates of a hybrid search: the best this many by BM25 and by meaning, fused (then cut to k).
+HYBRID_DEPTH = 32
 
 _COLUMNS = "url, title, source, source_type, content, content_hash, metadata"
 
@@ -99,12 +115,13 @@ class LocalIndex(MirroredStore):
         lock_timeout_s: float = 300.0,
     ) -> None:
         self.limits = limits
+        self._vectors: LoadedVectors | None = None
         super().__init__(path, read_only=read_only, lock_timeout_s=lock_timeout_s, title_weight=TITLE_WEIGHT)
 
     # -- reading -------------------------------------------------------------------------------
 
     def search(
-        self, query: str, k: int = 8, *, visible: Sequence[str] | None = None
+        self, query: str, k: int = 8, *, visible: Sequence[str] | None = None, meaning: QueryMeaning | None = None
     ) -> list[tuple[SourceDocument, float]]:
         """The `k` best documents for free text `query`, best first, each with its positive BM25 score.
         The first is the page whose title the question names best among the TITLE_FIRST_DEPTH best
@@ -113,22 +130,114 @@ class LocalIndex(MirroredStore):
 
         `visible`: the caller's visibility tokens (`visibility.principal_tokens`); only documents holding
         one are searched, and the ranking's statistics count only them. None searches every document.
+
+        `meaning`: the query's vector. When every document has vectors of its model (`embed`), the
+        ranking is hybrid (`evident.embeddings.meaning.fuse` of BM25 and the best window's cosine) and
+        each document carries its windows' cosines in metadata (`SEMANTIC_WINDOWS`); a document the
+        words did not find scores 0 by BM25. Otherwise the ranking is BM25's alone.
         """
         terms, weights = weighted_terms(query)
-        if not terms or k <= 0 or (visible is not None and not visible):
+        if k <= 0 or (visible is not None and not visible) or (not terms and meaning is None):
             return []
-        depth = max(k, TITLE_FIRST_DEPTH)
         with self._reading():
-            hits = self._mirror_hits(terms, depth, weights, visible)
-            if hits is None:
-                rows = fts_search(self._conn, query, depth, columns=_COLUMNS, title_weight=TITLE_WEIGHT,
-                                  content_weight=CONTENT_WEIGHT, visible=visible)  # fmt: skip
-                return _title_first(terms, [(_document(row), float(row[7])) for row in rows])[:k]
-            marks = ", ".join("?" for _ in hits)
-            sql = f"SELECT {_COLUMNS} FROM documents WHERE url IN ({marks})"
-            found = {row[0]: row for row in self._conn.execute(sql, [url for url, _ in hits])} if hits else {}
+            loaded = self._loaded_vectors(meaning.model_id) if meaning is not None else None
+            if loaded is None or meaning is None:
+                if not terms:
+                    return []
+                return self._by_words(query, terms, weights, max(k, TITLE_FIRST_DEPTH), visible)[:k]
+            return self._hybrid(query, terms, weights, k, visible, loaded, meaning)
+
+    def _lexical(
+        self, query: str, terms: list[str], weights: dict[str, float], depth: int, visible: Sequence[str] | None
+    ) -> list[tuple[Sequence[Any], float]]:
+        """BM25's best `depth` rows (`_COLUMNS` then the id), best first, with their scores."""
+        if not terms:
+            return []
+        hits = self._mirror_hits(terms, depth, weights, visible)
+        if hits is None:
+            rows = fts_search(self._conn, query, depth, columns=f"{_COLUMNS}, id",
+                              title_weight=TITLE_WEIGHT, content_weight=CONTENT_WEIGHT, visible=visible)  # fmt: skip
+            return [(row[:8], float(row[8])) for row in rows]
+        marks = ", ".join("?" for _ in hits)
+        sql = f"SELECT {_COLUMNS}, id FROM documents WHERE url IN ({marks})"
+        found = {row[0]: row for row in self._conn.execute(sql, [url for url, _ in hits])} if hits else {}
         # A url missing here was deleted by another process between the two reads.
-        return _title_first(terms, [(_document(found[url]), score) for url, score in hits if url in found])[:k]
+        return [(found[url], score) for url, score in hits if url in found]
+
+    def _by_words(
+        self, query: str, terms: list[str], weights: dict[str, float], depth: int, visible: Sequence[str] | None
+    ) -> list[tuple[SourceDocument, float]]:
+        return _title_first(terms, [(_document(row), score) for row, score in self._lexical(query, terms, weights,
+                                                                                             depth, visible)])
+
+    def _hybrid(
+        self, query: str, terms: list[str], weights: dict[str, float], k: int, visible: Sequence[str] | None,
+        loaded: LoadedVectors, meaning: QueryMeaning,
+    ) -> list[tuple[SourceDocument, float]]:
+        depth = max(k, TITLE_FIRST_DEPTH, HYBRID_DEPTH)
+        lexical = self._lexical(query, terms, weights, depth, visible)
+        cosines = loaded.cosines(meaning.vector)
+        allowed = self._visible_ids(visible) if visible is not None else None
+        by_meaning = ranked_by_meaning(loaded, cosines, allowed, depth)
+        rows: dict[int, Sequence[Any]] = {int(row[7]): row for row, _ in lexical}
+        bm25 = {int(row[7]): score for row, score in lexical}
+        wanted = [i for i, _ in by_meaning if i not in rows]
+        if wanted:
+            marks = ", ".join("?" for _ in wanted)
+            for row in self._conn.execute(f"SELECT {_COLUMNS}, id FROM documents WHERE id IN ({marks})", wanted):
+                rows[int(row[7])] = row
+        ids = sorted(rows)
+        windows = {i: loaded.windows_of(i, cosines) for i in ids}
+        best = [max((c for _, _, c in windows[i]), default=0.0) for i in ids]
+        fused = fuse([bm25.get(i, 0.0) for i in ids], best, meaning.weight)
+        order = sorted(range(len(ids)), key=lambda n: (-round(fused[n], 9), str(rows[ids[n]][0])))[:depth]
+        hits = []
+        for n in order:
+            i = ids[n]
+            doc = _document(rows[i])
+            metadata = {**doc.metadata, SEMANTIC_SCORE: round(best[n], 4),
+                        SEMANTIC_WINDOWS: windows_metadata([(s, e) for s, e, _ in windows[i]],
+                                                           [c for _, _, c in windows[i]])}  # fmt: skip
+            hits.append((doc.model_copy(update={"metadata": metadata}), bm25.get(i, 0.0), fused[n]))
+        first = title_first(terms, [(doc.title, score) for doc, _, score in hits[:TITLE_FIRST_DEPTH]]) if terms else 0
+        if first:
+            hits = [hits[first], *hits[:first], *hits[first + 1 :]]
+        return [(doc, score) for doc, score, _ in hits[:k]]
+
+    def _visible_ids(self, visible: Sequence[str]) -> list[int]:
+        """The ids of the documents holding a `visible` token."""
+        tokens = sorted(set(visible))
+        marks = ", ".join("?" for _ in tokens)
+        return [int(row[0]) for row in self._conn.execute(
+            f"SELECT DISTINCT document_id FROM document_visibility WHERE token IN ({marks})", tokens)]
+
+    def _loaded_vectors(self, model_id: str) -> LoadedVectors | None:
+        """The index's vectors of `model_id` in memory, or None when some document has none yet."""
+        key = (self._generation(), vectors_generation(self._conn), model_id)
+        if self._vectors is not None and self._vectors.key == key:
+            return self._vectors
+        if unembedded(self._conn, model_id) > 0:
+            return None
+        self._vectors = load_vectors(self._conn, key)
+        return self._vectors
+
+    def ready(self, model_id: str) -> bool:
+        """Whether every document has vectors of `model_id` (then they are in memory for the search)."""
+        with self._reading():
+            return self._loaded_vectors(model_id) is not None
+
+    def unembedded(self, model_id: str) -> int:
+        """How many documents have no vectors of `model_id` yet (`embed` gives them theirs)."""
+        with self._reading():
+            return unembedded(self._conn, model_id)
+
+    def embed(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None) -> EmbedStats:
+        """Embed the windows of every document that has no vectors of `scorer`'s model (all of them
+        when the model changed), in transactions of COMMIT_EVERY documents; an interruption or an
+        embeddings failure (raised) keeps what was committed."""
+        self._require_writable()
+        with self._lock, self._guard(), self._write_lock.hold():
+            return embed_missing(self._conn, scorer, lambda: _transaction(self._conn), progress)
 
     def get(self, url: str) -> SourceDocument | None:
         with self._reading():

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -17,14 +19,22 @@ from evident.connectors.base import to_langchain_document
 from evident.connectors.index.embedded import LocalIndex, default_index_path
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusLimits, SkipHandler
 from evident.connectors.lazy import OpenedOnFirstUse
-from evident.connectors.source import AccessReport, FiltersInSearch
+from evident.connectors.source import AccessReport, FiltersInSearch, RanksByMeaning
 from evident.connectors.visibility import AclPolicy, principal_tokens
+from evident.embeddings.meaning import QueryMeaning
 from evident.models import Principal
 
+if TYPE_CHECKING:
+    from evident.connectors.index.vectors import EmbedProgress, EmbedStats
+    from evident.embeddings.scorer import SemanticScorer
 
-class LocalCorpusRetriever(FiltersInSearch, BaseRetriever):
+log = logging.getLogger(__name__)
+
+
+class LocalCorpusRetriever(RanksByMeaning, FiltersInSearch, BaseRetriever):
     """BM25 search over a `LocalIndex`; each hit carries its score and EvidenT's fields in metadata.
     The documents come in ranking order; their BM25 scores need not descend (`LocalIndex.search`).
+    Given the query's `meaning` (and once `embed_index` has run for its model), the ranking is hybrid.
 
     Permissions are part of the search: the k documents returned are the best k the `principal` may
     see under `policy` (a source's `default_acl` and `acl`; by default public documents, and those
@@ -37,6 +47,7 @@ class LocalCorpusRetriever(FiltersInSearch, BaseRetriever):
     limits: CorpusLimits = DEFAULT_LIMITS
 
     _opened: OpenedOnFirstUse[LocalIndex] = PrivateAttr(default_factory=OpenedOnFirstUse)
+    _embedding: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @classmethod
     def from_corpus(
@@ -69,15 +80,32 @@ class LocalCorpusRetriever(FiltersInSearch, BaseRetriever):
         principal: Principal | dict[str, Any] | None = None,
         report: AccessReport | None = None,
         policy: AclPolicy | None = None,
+        meaning: QueryMeaning | None = None,
     ) -> list[Document]:
         # `report` stays untouched: a search that never sees hidden documents has none to count.
         rules = policy if policy is not None else AclPolicy(source=self.source_name)
         visible = principal_tokens(coerce_principal(principal), rules)
-        index = self._opened.get(lambda: LocalIndex(self.index_path, limits=self.limits))
         return [
             to_langchain_document(doc.model_copy(update={"source": self.source_name}), score=score)
-            for doc, score in index.search(query, k=self.k, visible=visible)
+            for doc, score in self._open().search(query, k=self.k, visible=visible, meaning=meaning)
         ]
+
+    def _open(self) -> LocalIndex:
+        return self._opened.get(lambda: LocalIndex(self.index_path, limits=self.limits))
+
+    def embed_index(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None) -> EmbedStats | None:
+        """Give every document of the index that has none the vectors of `scorer`'s model (the first
+        query after indexing without them pays this once; `evident index` does it ahead). None when
+        there was nothing to do. Raises what the embeddings raise; what was stored before stays."""
+        with self._embedding:
+            index = self._open()
+            if index.ready(scorer.model_id):
+                return None
+            log.info("%s: embedding the index with %s", self.index_path, scorer.model_id)
+            stats = index.embed(scorer, progress=progress)
+            log.info("%s: embedded %d documents (%d windows) in %.1f s", self.index_path, stats.documents,
+                     stats.windows, stats.seconds)  # fmt: skip
+            return stats
 
     async def _aget_relevant_documents(
         self,
@@ -87,11 +115,12 @@ class LocalCorpusRetriever(FiltersInSearch, BaseRetriever):
         principal: Principal | dict[str, Any] | None = None,
         report: AccessReport | None = None,
         policy: AclPolicy | None = None,
+        meaning: QueryMeaning | None = None,
     ) -> list[Document]:
         # BaseRetriever's own async fallback passes no keywords on: the principal would be lost.
         return await run_in_executor(
             None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(),
-            principal=principal, report=report, policy=policy,
+            principal=principal, report=report, policy=policy, meaning=meaning,
         )  # fmt: skip
 
     @property

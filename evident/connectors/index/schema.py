@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from evident.connectors.visibility import document_tokens
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # A document's visibility tokens (`evident.connectors.visibility.document_tokens` of its acl): the FTS5
 # fallback requires one the caller matches in its WHERE clause, and the Tantivy mirror is rebuilt from them.
@@ -28,6 +28,26 @@ VISIBILITY: tuple[str, ...] = (
 # a caller's average field length sums them over the documents the caller may see. NULL until the
 # mirror is rebuilt after a migration (which a MIRROR_FORMAT bump forces), which fills them.
 LENGTHS: tuple[str, ...] = ("ALTER TABLE documents ADD COLUMN text_tokens INTEGER",)
+
+# The embedded windows of each document (evident/embeddings/windows.py) and their unit vectors, for one
+# model at a time (`evident_meta` key 'vectors_model'): a document's vectors go when it is deleted or its
+# text changes, and all of them when the model changes (evident/connectors/index/vectors.py).
+VECTORS: tuple[str, ...] = (
+    """CREATE TABLE passage_vectors (
+        document_id INTEGER NOT NULL,
+        ordinal INTEGER NOT NULL,
+        span_start INTEGER NOT NULL,
+        span_end INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (document_id, ordinal)
+    ) WITHOUT ROWID""",
+    """CREATE TRIGGER documents_vectors_delete AFTER DELETE ON documents BEGIN
+        DELETE FROM passage_vectors WHERE document_id = old.id;
+    END""",
+    """CREATE TRIGGER documents_vectors_update AFTER UPDATE OF title, content ON documents BEGIN
+        DELETE FROM passage_vectors WHERE document_id = old.id;
+    END""",
+)
 
 SCHEMA_V1: tuple[str, ...] = (
     "CREATE TABLE evident_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -68,6 +88,7 @@ SCHEMA_V1: tuple[str, ...] = (
     END""",
     *VISIBILITY,
     *LENGTHS,
+    *VECTORS,
 )
 
 
@@ -87,5 +108,5 @@ def _backfill_visibility(conn: sqlite3.Connection) -> None:
 
 # version -> statements that upgrade an index from the previous version, then what must be computed in Python.
 # (Statement lists, not scripts: executescript() would commit the surrounding transaction.)
-MIGRATIONS: dict[int, tuple[str, ...]] = {2: VISIBILITY, 3: LENGTHS}
+MIGRATIONS: dict[int, tuple[str, ...]] = {2: VISIBILITY, 3: LENGTHS, 4: VECTORS}
 BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _backfill_visibility}
