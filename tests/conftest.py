@@ -20,8 +20,10 @@ settings.load_profile(_PROFILE)
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "corpus"
 
-# Tests pin what the words alone rank and answer; those marked `embeddings` run with the real local
-# model (every other test, and every server or CLI process a session fixture starts, runs without).
+# Settings read from the environment (the CLI, servers and processes a session fixture starts) rank
+# by words alone, so that those tests pin what the words rank and answer; a test marked `embeddings`
+# gets the environment of an install with the local model. A test that builds its own
+# `EvidentContext` gets the library's default: the local model, installed by `make test`.
 # Set at import, before any session fixture starts a process that would inherit the machine's setting.
 for _name in [n for n in os.environ if n.startswith("EVIDENT_EMBEDDINGS") or n == "EVIDENT_SEMANTIC_WEIGHT"]:
     del os.environ[_name]

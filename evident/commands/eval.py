@@ -13,6 +13,8 @@ KEY_METRICS = (
     "hallucination", "groundedness", "first_citation_precision", "cited_url_precision", "evidence_recall",
     "false_abstention", "correct_abstention", "anscov_at_10", "retrieval_recall_at_1", "retrieval_recall_at_3",
 )
+# Shown after the key metrics when the run's embeddings are on (absent, with the reason, when off).
+SEMANTIC_METRICS = {"sem_max": "sem_max (SemMax)", "sem_recall": "sem_recall (SemRecall)"}
 
 
 def parse_methods(values: list[str]) -> list[str]:
@@ -87,7 +89,8 @@ def run(
                         jobs=workers)
     except ConfigError as exc:
         fail("eval", str(exc))
-    result = EvalResult.build(str(dataset), queries, done, ctx, ablation=ablation)
+    semantic = _score_semantic(done, ctx, progress)
+    result = EvalResult.build(str(dataset), queries, done, ctx, ablation=ablation, semantic=semantic)
     for method, reason in result.skipped.items():
         warn("eval", f"{method} skipped: {reason}")
     from evident.eval import langsmith_run
@@ -109,6 +112,26 @@ def run(
     return 0
 
 
+def _score_semantic(done: Any, ctx: Any, progress: bool) -> Any:
+    """SemMax/SemRecall of every method that ran (docs/evaluation.md), with a progress bar on stderr:
+    embedding the cited pages' windows takes seconds to minutes on a CPU."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from evident.eval.semantic import score_run
+
+    rows = {m: r for m, r in done.rows.items() if m not in done.skipped}
+    bar = Progress(TextColumn("[bold]semantic metrics[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), console=Console(stderr=True), disable=not progress)
+    with bar:
+        task = bar.add_task("", total=sum(len(r) for r in rows.values()))
+
+        def advance(method: str) -> None:
+            bar.update(task, advance=1, description=method)
+
+        return score_run(rows, ctx, on_query=advance)
+
+
 def _print_human(result: Any, out: Path | None) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -128,13 +151,16 @@ def _print_human(result: Any, out: Path | None) -> None:
     for b in baselines:
         table.add_column(f"p vs {shown(b)}")
     p_of = {(t.metric, t.baseline): t.p for t in result.tests}
-    for name in KEY_METRICS:
+    semantic = [n for n in SEMANTIC_METRICS if any(n in v for v in result.metrics.values())]
+    for name in (*KEY_METRICS, *semantic):
         ps = [p_of.get((name, b)) for b in baselines]
-        table.add_row(name, *(num(result.metrics[m].get(name)) for m in result.metrics),
+        table.add_row(SEMANTIC_METRICS.get(name, name), *(num(result.metrics[m].get(name)) for m in result.metrics),
                       *("–" if p is None else f"{p:.3g}{'*' if p < 0.05 else ''}" for p in ps))
     console.print(table)
     for method, reason in result.skipped.items():
         console.print(f"[dim]{shown(method)}: skipped ({shown(reason)})[/]")
+    if result.semantic:  # on (model id, time, failures) or off (reason): said either way
+        console.print(safe_text(result.semantic), markup=False, style="dim")
     if result.ablation:
         from evident.eval.report import ablation_table
 

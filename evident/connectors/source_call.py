@@ -35,7 +35,7 @@ from evident.connectors.source import (
     filters_in_search,
     ranks_by_meaning,
 )
-from evident.embeddings.meaning import SEMANTIC_SCORE, SEMANTIC_WINDOWS, QueryMeaning
+from evident.embeddings.meaning import QueryMeaning, without_meaning
 from evident.models import Principal, SourceDocument, SourceError
 
 
@@ -215,8 +215,7 @@ def collect(source: Source, raw: Any, principal: Principal | None) -> tuple[list
             continue
         if not ranks_by_meaning(source.retriever):
             # Scores by meaning are ours to compute: a source's own metadata must not steer the extractor.
-            for key in (SEMANTIC_SCORE, SEMANTIC_WINDOWS):
-                doc.metadata.pop(key, None)
+            doc.metadata = without_meaning(doc.metadata)
         if source.source_type and doc.source_type in {"", LOCAL_SOURCE}:
             doc.source_type = source.source_type
         docs.append(doc)

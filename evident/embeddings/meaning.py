@@ -27,10 +27,12 @@ if TYPE_CHECKING:
     from evident.embeddings.scorer import SemanticScorer
     from evident.models import SourceError as SourceErrorModel
 
-# Tuned on the development set's tune part (benchmarks/hybrid_sweep.py, docs/evaluation.md).
+# Chosen on the development set's tune part (benchmarks/retrieval_quality.py --weight, docs/embeddings.md).
 SEMANTIC_WEIGHT = 0.4
 SEMANTIC_WINDOWS = "semantic_windows"
 SEMANTIC_SCORE = "semantic_score"
+# Keys only the retrieval by meaning may set: the extractor trusts them (`without_meaning`).
+SEMANTIC_KEYS = (SEMANTIC_SCORE, SEMANTIC_WINDOWS)
 
 Window = tuple[int, int, float]
 
@@ -96,3 +98,11 @@ def meaning_error(where: str, exc: Exception) -> SourceErrorModel:
     if isinstance(exc, EmbeddingsFailure) and exc.kind == "timeout":
         return SourceError(source="embeddings", kind="timeout", message=text)
     return SourceError(source="embeddings", kind="error", message=text)
+
+
+def without_meaning(metadata: dict[str, Any]) -> dict[str, Any]:
+    """`metadata` without `SEMANTIC_KEYS`: what a corpus file or a source sent under those names would
+    otherwise choose the passages the extractor quotes."""
+    if not any(k in metadata for k in SEMANTIC_KEYS):
+        return metadata
+    return {k: v for k, v in metadata.items() if k not in SEMANTIC_KEYS}

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from evident.offline.sentences import trim_span
+
 # About 90 word pieces with the title: well under all-MiniLM-L6-v2's 256, and short enough that one
 # sentence about the question is not drowned by its neighbours (docs/embeddings.md).
 WINDOW_WORDS = 60
@@ -31,9 +33,10 @@ def _pieces(content: str) -> list[tuple[int, int]]:
         if cut.start() > start:
             out.append((start, cut.start()))
         start = cut.end()
-    if start < len(content) and content[start:].strip():
-        out.append((start, len(content.rstrip())))
-    return [(s, e) for s, e in out if content[s:e].strip()]
+    if start < len(content):
+        out.append((start, len(content)))
+    # A cut ends at the line break: the spaces or "\r" before it, and a page's indentation, stay out.
+    return [trimmed for s, e in out if (trimmed := trim_span(content, s, e))[0] < trimmed[1]]
 
 
 def passage_windows(content: str, *, words: int = WINDOW_WORDS) -> list[tuple[int, int]]:

@@ -5,6 +5,7 @@
 - `retrieval`: one retrieval per query, shared by every method, recorded for replay;
 - `methods`: EvidenT (the real graph over the shared documents), `bm25`, and the model baselines;
 - `metrics`: the per-query measures; `stats`: confidence intervals and tests; `summary`: the rollup;
+- `semantic`: SemMax and SemRecall (§6.2.3) by cosine of the configured embeddings;
 - `ablation`: the (n, t) sweep of Appendix G over recorded extraction outputs;
 - `report`, `plots`: report.md, results.json and the figures; `runner`: the resumable loop.
 

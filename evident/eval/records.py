@@ -24,6 +24,10 @@ class RetrievalRecord(BaseModel):
     hashes: list[str]
     latency_ms: float = 0.0
     errors: list[str] = Field(default_factory=list)
+    # Per document (aligned with `hashes`), what the retrieval by meaning found in it for this query
+    # (`evident.embeddings.meaning`: the best cosine and the windows' cosines); empty when by words only.
+    # Kept here, not with the document's text: it belongs to the query.
+    semantic: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class CitedFact(BaseModel):

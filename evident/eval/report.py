@@ -13,13 +13,9 @@ from evident.context import EvidentContext
 from evident.eval.ablation import AblationCell, sweep
 from evident.eval.dataset import EvalQuery
 from evident.eval.runner import EvalRun
+from evident.eval.semantic import SemanticRun, score_run
 from evident.eval.stats import Estimate, ZTest
 from evident.eval.summary import compare, method_metrics
-
-NOT_CONFIGURED = {
-    "sem_max": "not configured (needs a cross-encoder; see docs/evaluation.md)",
-    "sem_recall": "not configured (needs a cross-encoder; see docs/evaluation.md)",
-}
 
 
 class EvalResult(BaseModel):
@@ -31,32 +27,39 @@ class EvalResult(BaseModel):
     tests: list[ZTest]
     skipped: dict[str, str] = Field(default_factory=dict)
     not_configured: dict[str, str] = Field(default_factory=dict)
+    semantic: str = Field("", description='"semantic metrics: on (model id), …" or "semantic metrics: off (reason)"')
     ablation: list[AblationCell] = Field(default_factory=list)
     experiments: list[str] = Field(default_factory=list, description="LangSmith experiments of this run")
     records: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
 
     @classmethod
     def build(cls, dataset: str, queries: Sequence[EvalQuery], run: EvalRun, ctx: EvidentContext,
-              *, ablation: bool = False) -> EvalResult:
-        metrics = {
-            m: method_metrics(rows, ctx.ngram_n, ctx.threshold)
-            for m, rows in run.rows.items() if m not in run.skipped
-        }
+              *, ablation: bool = False, semantic: SemanticRun | None = None) -> EvalResult:
+        """The result of `run`. `semantic`: SemMax/SemRecall already scored (`score_run`); when None they are
+        scored here with the run's embeddings (absent, with the reason, when those are off)."""
+        ran = {m: rows for m, rows in run.rows.items() if m not in run.skipped}
+        sem = semantic if semantic is not None else score_run(ran, ctx)
+        metrics = {m: {**method_metrics(rows, ctx.ngram_n, ctx.threshold), **sem.metrics(m)} for m, rows in ran.items()}
         judged = any("judge_entailed" in v for v in metrics.values())
         cells = sweep(run.rows["evident"], drift=ctx.drift, bridge=ctx.bridge) if ablation and "evident" in metrics \
             else []
+        # Per-query scores go into each record of results.json (none when off or scored over other rows).
+        scores = {m: got if len(got := sem.scores.get(m, [])) == len(rows) else [None] * len(rows)
+                  for m, rows in ran.items()}
         records = {
             m: [{"query": r.query.query, "reference_answer": r.query.answer, "retrieved": r.retrieval.urls,
-                 **r.record.model_dump(mode="json")} for r in rows]
-            for m, rows in run.rows.items() if m not in run.skipped
+                 **r.record.model_dump(mode="json"), **({"semantic": s.model_dump()} if s is not None else {})}
+                for r, s in zip(rows, scores[m], strict=True)]
+            for m, rows in ran.items()
         }
+        absent = {} if sem.on else {"semantic metrics": sem.status}
         return cls(
             dataset=dataset, queries=len(queries), answerable=sum(q.is_answerable for q in queries),
             settings={"mode": ctx.resolved_mode, "model": ctx.model, "ngram_n": ctx.ngram_n,
                       "threshold": ctx.threshold, "top_n": ctx.top_n, "k": ctx.k},
             metrics=metrics, tests=compare(metrics), skipped=dict(run.skipped),
-            not_configured={**NOT_CONFIGURED, **({} if judged else {"judge": "not run (pass --judge with a model)"})},
-            ablation=cells, records=records,
+            not_configured={**absent, **({} if judged else {"judge": "not run (pass --judge with a model)"})},
+            semantic=sem.note(), ablation=cells, records=records,
         )
 
     def public(self, *, ablation: bool = False) -> dict[str, Any]:
@@ -110,6 +113,7 @@ WHEN_RETRIEVED = ("groundedness_when_retrieved", "evidence_recall_when_retrieved
 ABSTENTION = ("false_abstention", "correct_abstention", "errors")
 RETRIEVAL = ("retrieval_recall_at_1", "retrieval_recall_at_3", "retrieval_recall_at_top_n")
 COVERAGE = ("anscov", "docfocus", *(f"{k}_at_{n}" for n in (2, 3, 5, 10) for k in ("anscov", "docfocus")))
+SEMANTIC = ("sem_max", "sem_recall")
 INTRINSIC = ("passage_hallucination", "url_drift", "partial_hallucination")
 FILTERING = ("alignment_kept", "alignment_truncated", "alignment_relinked", "alignment_corrected",
              "alignment_dropped", "retention", "hallucination_pre_filter", "hallucination_post_filter", "cov_at_10")
@@ -120,7 +124,8 @@ LOWER_IS_BETTER = {"hallucination", "false_abstention", "errors", "passage_hallu
 
 HIGHER_IS_BETTER = {"groundedness", "first_citation_precision", "cited_url_precision", "evidence_recall",
                     *WHEN_RETRIEVED,
-                    "correct_abstention", "retention", "cov_at_10", *RETRIEVAL, *(n for n in COVERAGE if "anscov" in n)}
+                    "correct_abstention", "retention", "cov_at_10", *RETRIEVAL, *SEMANTIC,
+                    *(n for n in COVERAGE if "anscov" in n)}
 
 
 def _label(name: str) -> str:
@@ -216,6 +221,12 @@ def markdown(result: EvalResult, images: dict[str, str] | None = None, heading: 
                 "failure):", "", method_table(result, WHEN_RETRIEVED), ""]
     out += [f"{h}# Traceability: AnsCov and DocFocus (Table 3 layout, §6.2)", "",
             method_table(result, COVERAGE, fmt=num), ""]
+    if any(n in result.metrics[m] for m in methods for n in SEMANTIC):
+        out += [f"{h}# Semantic matching: SemMax and SemRecall (Table 4 layout, §6.2.3)", "",
+                "Cosine of the configured embeddings (a bi-encoder, not the paper's cross-encoder) between windows "
+                "of 256 words, stride 50, of the cited facts and of the cited documents; means over the answers "
+                "that cite something, with 95% t intervals.", "", method_table(result, SEMANTIC, fmt=num), "",
+                result.semantic + ".", ""]
     out += [f"{h}# Answer length", "",
             method_table(result, ("answer_sentences", "answer_words"), fmt=lambda e: num(e, 2)), ""]
     if any("retention" in result.metrics[m] for m in methods):

@@ -26,7 +26,7 @@ from evident.eval.methods import (
     skipped,
 )
 from evident.eval.records import MethodRecord
-from evident.eval.retrieval import SharedRetrieval, retrieval_settings
+from evident.eval.retrieval import SharedRetrieval, retrieval_settings, with_meaning
 from evident.eval.store import Store, engine_fingerprint, settings_hash
 from evident.eval.summary import Row
 
@@ -124,7 +124,7 @@ def evaluate(
             count("retrieval")
         # A follow-up is answered as its standalone question, by every method alike.
         question = ret.question or q.query
-        docs = store.docs_of(ret)
+        docs = with_meaning(store.docs_of(ret), ret)
         texts = {d.url: d.content for d in docs}
         rows: dict[str, Row] = {}
         for method in methods:

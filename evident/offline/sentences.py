@@ -65,7 +65,8 @@ def _line_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """`(start, end)` without the whitespace at either end of `text[start:end]`."""
     # isspace() is exactly what str.strip() removes, so spans satisfy text[s:e] == text[s:e].strip().
     while start < end and text[start].isspace():
         start += 1
@@ -138,7 +139,7 @@ def _split_prose(text: str, start: int, end: int, out: list[tuple[int, int]]) ->
             cuts.append(m.end())
     prev = 0
     for cut in sorted(set(cuts)) + [len(segment)]:
-        s, e = _trim(text, start + prev, start + cut)
+        s, e = trim_span(text, start + prev, start + cut)
         if s < e:
             out.append((s, e))
         prev = cut
@@ -197,7 +198,7 @@ def split_units(text: str) -> list[tuple[int, int, Kind]]:
         opening = _FENCE.match(line)
         if opening:
             fence = opening.group(1)
-            s, e = _trim(text, ls, le)
+            s, e = trim_span(text, ls, le)
             units.append((s, e, "fence"))
             i += 1
             # Inside a fence every non-blank line is code, whatever it looks like.
@@ -205,17 +206,17 @@ def split_units(text: str) -> list[tuple[int, int, Kind]]:
                 cs, ce = lines[i]
                 body = text[cs:ce]
                 if body.strip().startswith(fence[0] * 3) and body.strip().strip(fence[0]) == "":
-                    s, e = _trim(text, cs, ce)
+                    s, e = trim_span(text, cs, ce)
                     units.append((s, e, "fence"))
                     i += 1
                     break
-                s, e = _trim(text, cs, ce)
+                s, e = trim_span(text, cs, ce)
                 if s < e:
                     units.append((s, e, "code"))
                 i += 1
             continue
         if kind in ("heading", "row", "rule"):
-            s, e = _trim(text, ls, le)
+            s, e = trim_span(text, ls, le)
             units.append((s, e, kind))
             i += 1
             continue
@@ -231,14 +232,14 @@ def split_units(text: str) -> list[tuple[int, int, Kind]]:
                     break
                 end = ce
                 j += 1
-            s, e = _trim(text, ls, end)
+            s, e = trim_span(text, ls, end)
             units.append((s, e, "item"))
             i = j
             continue
         if _table_starts(text, lines, i):
             cells = line.count("|")
             while i < n and text[lines[i][0] : lines[i][1]].count("|") == cells:
-                s, e = _trim(text, *lines[i])
+                s, e = trim_span(text, *lines[i])
                 units.append((s, e, "row"))
                 i += 1
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from evident.cli import app
@@ -21,6 +22,9 @@ def _ask_batch(batch: Path, examples: Path) -> tuple[int, list[dict[str, object]
     return res.exit_code, [json.loads(line) for line in res.stdout.splitlines()], res.stderr
 
 
+# The batch reads its settings from the environment, the graph below is given a context: with the
+# environment's embeddings switch removed, both rank by meaning as a user's install does.
+@pytest.mark.embeddings
 def test_a_line_with_history_is_answered_as_the_conversation_would_be(tmp_path: Path, examples: Path) -> None:
     lines = FOLLOWUPS.read_text(encoding="utf-8").splitlines()[:2]
     batch = tmp_path / "followups.jsonl"

@@ -123,3 +123,21 @@ def test_documents_from_a_config_file(tmp_path: Path, examples: Path) -> None:
     assert data["methods"]["bm25"]["groundedness"]["n"] >= 1
     res = invoke("--dataset", str(QUESTIONS), "--config", str(tmp_path / "missing.toml"))
     assert res.exit_code == 2 and "config file not found" in res.stderr  # type: ignore[attr-defined]
+
+
+@pytest.mark.embeddings
+def test_semantic_metrics_with_the_local_model_and_off(monkeypatch: pytest.MonkeyPatch, examples: Path) -> None:
+    # Retrieval by words alone (weight 0: the index is not embedded); the metrics still use the model.
+    monkeypatch.setenv("EVIDENT_SEMANTIC_WEIGHT", "0")
+    args = ("--dataset", str(QUESTIONS), "--corpus", str(examples), "--limit", "2", "--method", "bm25")
+    res = invoke(*args)
+    assert res.exit_code == 0, res.stderr  # type: ignore[attr-defined]
+    assert "sem_max (SemMax)" in res.stdout and "sem_recall (SemRecall)" in res.stdout  # type: ignore[attr-defined]
+    assert "semantic metrics: on (local:all-MiniLM-L6-v2" in res.stdout  # type: ignore[attr-defined]
+    data = json.loads(invoke(*args, "--json").stdout)  # type: ignore[attr-defined]
+    sem_max, sem_recall = data["methods"]["bm25"]["sem_max"], data["methods"]["bm25"]["sem_recall"]
+    assert sem_max["n"] == sem_recall["n"] == 2 and 0.0 < sem_recall["value"] <= sem_max["value"] <= 1.0
+    monkeypatch.setenv("EVIDENT_EMBEDDINGS", "none")
+    res = invoke(*args)
+    assert res.exit_code == 0 and "sem_max" not in res.stdout  # type: ignore[attr-defined]
+    assert 'semantic metrics: off (words only: embeddings = "none"' in res.stdout  # type: ignore[attr-defined]

@@ -55,7 +55,14 @@ from evident.connectors.index.vectors import (
     vectors_generation,
 )
 from evident.connectors.visibility import document_tokens
-from evident.embeddings.meaning import SEMANTIC_SCORE, SEMANTIC_WINDOWS, QueryMeaning, fuse, windows_metadata
+from evident.embeddings.meaning import (
+    SEMANTIC_SCORE,
+    SEMANTIC_WINDOWS,
+    QueryMeaning,
+    fuse,
+    windows_metadata,
+    without_meaning,
+)
 
 __all__ = ["EmbedStats", "IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index"]
 
@@ -477,7 +484,8 @@ def _document(row: Sequence[Any]) -> SourceDocument:
         source_type=row[3],
         content=row[4],
         content_hash=row[5],
-        metadata=json.loads(row[6]),
+        # A corpus file's metadata may not pose as the retrieval's scores by meaning (set in `_hybrid`).
+        metadata=without_meaning(json.loads(row[6])),
     )
 
 
