@@ -21,6 +21,9 @@ from evident.offline.sentences import trim_span
 WINDOW_WORDS = 60
 # A window's text beyond this many characters is cut before embedding (the model would cut it anyway).
 MAX_WINDOW_CHARS = 1500
+# Names how windows are cut and what is embedded for them: stored with the vectors, so that vectors of
+# another cut are made again, as those of another model are. Change it with any of the above.
+WINDOWS_FORMAT = f"windows-1:{WINDOW_WORDS}w:{MAX_WINDOW_CHARS}c:title"
 _PIECE_END = re.compile(r"(?<=[.!?。！？:;])\s+|\n\s*")
 _WORD = re.compile(r"\S+")
 

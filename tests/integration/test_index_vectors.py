@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from evident.connectors.index import vectors
 from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.visibility import AclPolicy, principal_tokens
 from evident.context import EvidentContext
@@ -189,6 +190,24 @@ def test_another_model_resets_the_vectors_and_embeds_every_page(tmp_path: Path, 
         assert hits and not any(SEMANTIC_WINDOWS in d.metadata for d, _ in hits)
         assert [d.url for d, _ in hits] == [d.url for d, _ in index.search(QUESTION, 4)]
     assert _vector_rows(path) == first.windows
+
+
+
+def test_windows_cut_another_way_are_embedded_again(
+    tmp_path: Path, scorer: SemanticScorer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Vectors belong to a model and to the way windows are cut: an upgrade that cuts them otherwise
+    # must not search the old spans.
+    _, path, opened = _embedded(tmp_path, scorer)
+    with opened as index:
+        assert index.ready(scorer.model_id)
+        monkeypatch.setattr(vectors, "WINDOWS_FORMAT", "windows-test:30w")
+        assert index.unembedded(scorer.model_id) == 4 and not index.ready(scorer.model_id)
+        again = index.embed(scorer)
+        assert again.reset and again.documents == 4 and index.ready(scorer.model_id)
+    with closing(sqlite3.connect(path)) as conn:
+        [(stored,)] = conn.execute("SELECT value FROM evident_meta WHERE key = 'vectors_model'").fetchall()
+    assert stored == f"{scorer.model_id} windows-test:30w"
 
 
 def _check_windows_metadata(doc: SourceDocument) -> None:

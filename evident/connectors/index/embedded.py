@@ -53,6 +53,7 @@ from evident.connectors.index.vectors import (
     ranked_by_meaning,
     unembedded,
     vectors_generation,
+    vectors_key,
 )
 from evident.connectors.visibility import document_tokens
 from evident.embeddings.meaning import (
@@ -220,7 +221,7 @@ class LocalIndex(MirroredStore):
 
     def _loaded_vectors(self, model_id: str) -> LoadedVectors | None:
         """The index's vectors of `model_id` in memory, or None when some document has none yet."""
-        key = (self._generation(), vectors_generation(self._conn), model_id)
+        key = (self._generation(), vectors_generation(self._conn), vectors_key(model_id))
         if self._vectors is not None and self._vectors.key == key:
             return self._vectors
         if unembedded(self._conn, model_id) > 0:

@@ -1,11 +1,11 @@
 """The embedded index's vectors: each document's windows embedded once, searched by cosine.
 
 Stored in SQLite beside the documents (`passage_vectors`, schema 4), for one model at a time: the
-model's id is kept in `evident_meta` ('vectors_model'), and a different model's vectors are all
-deleted before the new ones are written. A document's vectors are deleted with it and when its text
-changes (triggers), so "documents without vectors" is exactly what an incremental embedding run
-must do. Every run that writes vectors bumps 'vectors_generation', which tells a reader that its
-in-memory matrix is stale.
+model's id and the windows' format are kept in `evident_meta` ('vectors_model'), and the vectors of a
+different model or format are all deleted before the new ones are written. A document's vectors are
+deleted with it and when its text changes (triggers), so "documents without vectors" is exactly what
+an incremental embedding run must do. Every run that writes vectors bumps 'vectors_generation', which
+tells a reader that its in-memory matrix is stale.
 
 Searching loads the matrix once per (generation, vectors generation) and scores every window with one
 pass over it. Cosines are computed row by row (`einsum`, not BLAS's blocked gemv): a window's score
@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evident.embeddings.scorer import SemanticScorer
-from evident.embeddings.windows import document_windows
+from evident.embeddings.windows import WINDOWS_FORMAT, document_windows
 
 # Documents embedded per SQLite transaction: an interrupted run keeps what it finished.
 COMMIT_EVERY = 64
@@ -48,7 +48,7 @@ class EmbedStats:
 class LoadedVectors:
     """Every window vector of the index, rows sorted by (document id, ordinal)."""
 
-    key: tuple[int, int, str]  # (generation, vectors generation, model id) it was read at
+    key: tuple[int, int, str]  # (generation, vectors generation, `vectors_key`) it was read at
     document_ids: NDArray[np.int64]  # per row
     spans: NDArray[np.int64]  # per row: (start, end) in the document's text
     matrix: NDArray[np.float32]  # per row: the unit vector
@@ -91,8 +91,13 @@ def _meta(conn: sqlite3.Connection, key: str) -> str | None:
 
 
 def stored_model(conn: sqlite3.Connection) -> str | None:
-    """The model id the stored vectors belong to (None: none were ever written)."""
+    """What the stored vectors belong to: `vectors_key` of their model (None: none were ever written)."""
     return _meta(conn, "vectors_model")
+
+
+def vectors_key(model_id: str) -> str:
+    """The model id and the windows' format (`WINDOWS_FORMAT`): the vectors are valid for both."""
+    return f"{model_id} {WINDOWS_FORMAT}"
 
 
 def vectors_generation(conn: sqlite3.Connection) -> int:
@@ -102,7 +107,7 @@ def vectors_generation(conn: sqlite3.Connection) -> int:
 
 def unembedded(conn: sqlite3.Connection, model_id: str) -> int:
     """How many documents have no vectors of `model_id` (all of them, for another model's vectors)."""
-    if stored_model(conn) != model_id:
+    if stored_model(conn) != vectors_key(model_id):
         return int(conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
     return int(conn.execute(
         "SELECT COUNT(*) FROM documents WHERE id NOT IN (SELECT DISTINCT document_id FROM passage_vectors)"
@@ -127,11 +132,11 @@ def embed_missing(
     started = time.perf_counter()
     model_id = scorer.model_id
     reset = False
-    if stored_model(conn) != model_id:
+    if stored_model(conn) != vectors_key(model_id):
         with transaction():
             reset = conn.execute("SELECT 1 FROM passage_vectors LIMIT 1").fetchone() is not None
             conn.execute("DELETE FROM passage_vectors")
-            conn.execute("INSERT OR REPLACE INTO evident_meta VALUES ('vectors_model', ?)", (model_id,))
+            conn.execute("INSERT OR REPLACE INTO evident_meta VALUES ('vectors_model', ?)", (vectors_key(model_id),))
             _bump(conn)
     todo = [int(row[0]) for row in conn.execute(
         "SELECT id FROM documents WHERE id NOT IN (SELECT DISTINCT document_id FROM passage_vectors) ORDER BY id"
