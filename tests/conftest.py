@@ -22,7 +22,8 @@ EXAMPLES = ROOT / "examples" / "corpus"
 
 # Settings read from the environment (the CLI, servers and processes a session fixture starts) rank
 # by words alone, so that those tests pin what the words rank and answer; a test marked `embeddings`
-# gets the environment of an install with the local model. A test that builds its own
+# gets the environment of an install with the local model (the e2e servers, whose environment is
+# scrubbed, get `none` from tests/e2e/corpus.py). A test that builds its own
 # `EvidentContext` gets the library's default: the local model, installed by `make test`.
 # Set at import, before any session fixture starts a process that would inherit the machine's setting.
 for _name in [n for n in os.environ if n.startswith("EVIDENT_EMBEDDINGS") or n == "EVIDENT_SEMANTIC_WEIGHT"]:

@@ -39,5 +39,7 @@ def write_hr_corpus(folder: Path) -> Path:
 def server_env(root: Path, examples: Path, **extra: str) -> dict[str, str]:
     """The served corpus: the examples plus an HR folder with one restricted page."""
     hr = write_hr_corpus(root / "hr")
+    # By words, as every process the tests start (tests/conftest.py): the server's environment is scrubbed of
+    # EVIDENT_*, and each deployment would otherwise embed its index on its first query (~30 s here).
     return {"EVIDENT_CORPUS": os.pathsep.join([str(examples), str(hr)]),
-            "EVIDENT_INDEX_DIR": str(root / "indexes"), **extra}
+            "EVIDENT_INDEX_DIR": str(root / "indexes"), "EVIDENT_EMBEDDINGS": "none", **extra}

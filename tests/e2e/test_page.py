@@ -60,7 +60,7 @@ def served_hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServ
     tokens.write_text(json.dumps([{"sha256": token_digest(TOKEN), "user": "pat", "groups": ["staff"]}]),
                       encoding="utf-8")
     env = {"EVIDENT_CONFIG": str(root / "evident.toml"), "EVIDENT_INDEX_DIR": str(root / "indexes"),
-           "EVIDENT_AUTH_TOKENS_FILE": str(tokens)}
+           "EVIDENT_AUTH_TOKENS_FILE": str(tokens), "EVIDENT_EMBEDDINGS": "none"}
     with dev_server.running(root / "server", env=env) as server:
         yield server
 

@@ -3,6 +3,7 @@ embeddings server on loopback that answers, fails or stalls (the query degrades,
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,14 @@ def test_a_model_file_that_fails_its_sha256_leaves_a_note_and_the_words_answer(
     assert out["status"] == "answered" and out["citations"]
     assert len(out["notes"]) == 1 and out["notes"][0].startswith("embeddings: off (")
     assert "model.onnx" in out["notes"][0] and "sha256" in out["notes"][0]
+
+
+def test_the_served_path_ranks_by_meaning_as_invoke_does(examples: Path) -> None:
+    # A server runs the graph with `ainvoke`: the query's meaning goes through the asyncio retrieval
+    # (and the re-ranking in a thread), and must give the answer `invoke` gives.
+    q = QUESTIONS["q34"]["query"]
+    ctx = EvidentContext(corpus=[str(examples)])
+    served = asyncio.run(graph.ainvoke({"query": q}, context=ctx))
+    assert served["status"] == "answered" and served["notes"] == []
+    assert all(SEMANTIC_SCORE in d.metadata for d in served["documents"])
+    assert served["answer"] == graph.invoke({"query": q}, context=ctx)["answer"]
