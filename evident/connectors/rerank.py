@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from evident.embeddings.meaning import SEMANTIC_SCORE, SEMANTIC_WINDOWS, QueryMeaning, fuse, windows_metadata
 from evident.embeddings.windows import document_windows
 from evident.models import SourceDocument
@@ -34,8 +32,7 @@ def rerank_by_meaning(docs: Sequence[SourceDocument], meaning: QueryMeaning) -> 
     for doc in docs:
         spans, texts = document_windows(doc.title, doc.content)
         plans.append((spans[:MAX_WINDOWS], texts[:MAX_WINDOWS]))
-    vectors = meaning.scorer.embed_texts([text for _, texts in plans for text in texts])
-    cosines = np.einsum("ij,j->i", vectors, meaning.vector.astype(np.float32)) if len(vectors) else np.zeros(0)
+    cosines = meaning.scorer.similarities(meaning.vector, [text for _, texts in plans for text in texts])
     best: list[float] = []
     windows: list[list[list[float]]] = []
     at = 0

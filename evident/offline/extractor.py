@@ -192,8 +192,9 @@ def _windows(
     With `semantic_weight` > 0 and documents that carry the cosines of their windows to the query
     (`SEMANTIC_WINDOWS`, set by a retrieval by meaning), units and windows are ranked by
     `evident.embeddings.meaning.fuse` of their lexical score and their cosine: a sentence that says
-    what was asked in other words ("the grace period after a rotation" for "how long does the old key
-    keep working") can lead. Coverage, and so the abstention, stays lexical."""
+    what was asked in other words ranks above where its words alone put it, though one that shares no
+    word with the query scores at most `semantic_weight` of the best and cannot lead (docs/embeddings.md).
+    Coverage, and so the abstention, stays lexical."""
     analysed = [analyse(d.content) for d in documents]
     units = [a.units for a in analysed]
     scorer = Scorer(query, analysed, documents)

@@ -70,19 +70,17 @@ class LoadedVectors:
 
     def windows_of(self, document_id: int, cosines: NDArray[np.float32]) -> list[tuple[int, int, float]]:
         """(start, end, cosine) of each window of one document, in text order."""
-        at = int(np.searchsorted(self.documents, document_id)) if _sorted(self.documents) else -1
-        if at < 0 or at >= len(self.documents) or self.documents[at] != document_id:
-            found = np.nonzero(self.documents == document_id)[0]
-            if not len(found):
-                return []
-            at = int(found[0])
+        # `documents` ascends: the rows are read in document id order (`load_vectors`).
+        at = int(np.searchsorted(self.documents, document_id))
+        if at >= len(self.documents) or self.documents[at] != document_id:
+            return []
         first = int(self.starts[at])
         last = int(self.starts[at + 1]) if at + 1 < len(self.starts) else len(self.document_ids)
         return [(int(self.spans[r, 0]), int(self.spans[r, 1]), float(cosines[r])) for r in range(first, last)]
 
 
-def _sorted(values: NDArray[np.int64]) -> bool:
-    return bool(len(values) < 2 or np.all(values[1:] > values[:-1]))
+# The documents that have no vectors yet: what an embedding run has to do.
+_UNEMBEDDED = "FROM documents WHERE id NOT IN (SELECT DISTINCT document_id FROM passage_vectors)"
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> str | None:
@@ -109,9 +107,7 @@ def unembedded(conn: sqlite3.Connection, model_id: str) -> int:
     """How many documents have no vectors of `model_id` (all of them, for another model's vectors)."""
     if stored_model(conn) != vectors_key(model_id):
         return int(conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
-    return int(conn.execute(
-        "SELECT COUNT(*) FROM documents WHERE id NOT IN (SELECT DISTINCT document_id FROM passage_vectors)"
-    ).fetchone()[0])  # fmt: skip
+    return int(conn.execute(f"SELECT COUNT(*) {_UNEMBEDDED}").fetchone()[0])
 
 
 def _bump(conn: sqlite3.Connection) -> None:
@@ -138,9 +134,7 @@ def embed_missing(
             conn.execute("DELETE FROM passage_vectors")
             conn.execute("INSERT OR REPLACE INTO evident_meta VALUES ('vectors_model', ?)", (vectors_key(model_id),))
             _bump(conn)
-    todo = [int(row[0]) for row in conn.execute(
-        "SELECT id FROM documents WHERE id NOT IN (SELECT DISTINCT document_id FROM passage_vectors) ORDER BY id"
-    )]  # fmt: skip
+    todo = [int(row[0]) for row in conn.execute(f"SELECT id {_UNEMBEDDED} ORDER BY id")]
     documents = windows = 0
     for first in range(0, len(todo), COMMIT_EVERY):
         ids = todo[first : first + COMMIT_EVERY]
