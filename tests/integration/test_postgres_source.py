@@ -20,9 +20,12 @@ from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 from evident.connectors.config import Defaults, PostgresSettings, build_sources, parse_settings, postgres_dsn
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusError
 from evident.connectors.postgres.connections import Connections
-from evident.connectors.postgres.refresh import RefreshStats, refresh
+from evident.connectors.postgres.refresh import RefreshStats, embed_missing, refresh
 from evident.connectors.source import SourceFailure
 from evident.context import EvidentContext
+from evident.embeddings import resolve_embeddings
+from evident.embeddings.meaning import SEMANTIC_WINDOWS
+from evident.embeddings.windows import document_windows
 from evident.graph import graph
 from tests.support.postgres import PASSWORD, PostgresServer
 
@@ -262,3 +265,29 @@ def test_the_cli_indexes_and_asks(postgres: PostgresServer, examples: Path, tmp_
     broken = cli("ask", EXPENSES, "--config", str(config), "--json")
     assert "not a valid PostgreSQL connection string" in broken.stdout + broken.stderr
     assert "Traceback" not in broken.stderr
+
+
+@pytest.mark.embeddings
+def test_vectors_are_stored_beside_the_text_and_rank_with_the_words(postgres: PostgresServer, examples: Path) -> None:
+    raw = _source(postgres, [examples / "policies"], _schema())
+    _refresh(raw)
+    settings = parse_settings(raw, 1)
+    assert isinstance(settings, PostgresSettings)
+    scorer = resolve_embeddings(EvidentContext()).scorer
+    assert scorer is not None, "the local model is part of `make test`'s install"
+    stats = embed_missing(Connections(postgres_dsn(settings), connect_timeout_s=10, statement_timeout_ms=None),
+                          raw["schema"], scorer)  # fmt: skip
+    assert stats.documents == 9 and stats.windows > 9
+    with postgres.connect() as conn:
+        stored = conn.execute(f'SELECT count(*) FROM "{raw["schema"]}".vectors').fetchone()
+    assert stored == (stats.windows,)
+    question = "Can I work from home on Fridays?"
+    out = graph.invoke({"query": question}, context=EvidentContext(sources=[raw], k=4, top_n=4))
+    assert out["source_errors"] == []
+    for doc in out["documents"]:
+        windows = doc.metadata[SEMANTIC_WINDOWS]
+        spans, texts = document_windows(doc.title, doc.content)
+        assert [(s, e) for s, e, _ in windows] == spans
+        fresh = scorer.similarities(question, texts)
+        assert [round(c, 4) for _, _, c in windows] == [round(float(c), 4) for c in fresh]
+    assert out["documents"][0].url.endswith("remote-work")
