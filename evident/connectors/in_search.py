@@ -14,14 +14,16 @@ from langchain_core.runnables.config import run_in_executor
 from evident.alignment.models import SourceDocument
 from evident.connectors.acl import coerce_principal
 from evident.connectors.base import to_langchain_document
-from evident.connectors.source import AccessReport, FiltersInSearch, RanksByMeaning
+from evident.connectors.source import AccessReport, FiltersInSearch
 from evident.connectors.visibility import AclPolicy, principal_tokens
 from evident.embeddings.meaning import QueryMeaning
 from evident.models import Principal
 
 
-class SearchesVisible(RanksByMeaning, FiltersInSearch, BaseRetriever):
-    """`search_visible` is the search; no principal is anonymous, no policy is the source's defaults."""
+class SearchesVisible(FiltersInSearch, BaseRetriever):
+    """`search_visible` is the search; no principal is anonymous, no policy is the source's defaults. A
+    subclass that ranks by meaning itself also derives from `RanksByMeaning` (its `meaning` is then the
+    query's; otherwise None, and the federation re-ranks its results)."""
 
     k: int = 8
     source_name: str = "local"

@@ -15,7 +15,7 @@ from evident.connectors.in_search import SearchesVisible
 from evident.connectors.index.embedded import LocalIndex, default_index_path
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusLimits, SkipHandler
 from evident.connectors.lazy import OpenedOnFirstUse
-from evident.connectors.source import StoresVectors
+from evident.connectors.source import RanksByMeaning, StoresVectors
 from evident.embeddings.meaning import QueryMeaning
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class LocalCorpusRetriever(StoresVectors, SearchesVisible):
+class LocalCorpusRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
     """BM25 search over a `LocalIndex`; each hit carries its score and EvidenT's fields in metadata.
     The documents come in ranking order; their BM25 scores need not descend (`LocalIndex.search`).
     Given the query's `meaning` (and once `embed_index` has run for its model), the ranking is hybrid.

@@ -26,7 +26,7 @@ from evident.connectors.postgres.connections import Connections
 from evident.connectors.postgres.dsn import PostgresDsn
 from evident.connectors.postgres.refresh import embed_missing, unembedded
 from evident.connectors.postgres.search import Hit, lexemes, ranked, stored_model, stored_windows
-from evident.connectors.source import StoresVectors
+from evident.connectors.source import RanksByMeaning, StoresVectors
 from evident.embeddings.meaning import QueryMeaning, Window
 from evident.embeddings.windows import document_windows
 from evident.models import SourceDocument
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from evident.embeddings.scorer import SemanticScorer
 
 
-class PostgresRetriever(StoresVectors, SearchesVisible):
+class PostgresRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
     """The `k` best documents of a PostgreSQL source that the `principal` may see under `policy`."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
