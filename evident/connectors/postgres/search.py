@@ -45,9 +45,11 @@ _COLUMNS = ("url", "title", "source", "source_type", "content", "content_hash", 
 
 @dataclass(frozen=True)
 class Lexeme:
-    """One distinct lexeme of the question: a word that stands for it, its weight and its IDF."""
+    """One distinct lexeme of the question: a word that stands for it, its `websearch_to_tsquery`, its weight
+    and its IDF."""
 
     word: str
+    query: str
     weight: float
     idf: float
 
@@ -83,7 +85,7 @@ def lexemes(conn: psycopg.Connection, schema: str, config: str, query: str,
         weight = weights.get(word, 1.0)
         idf = math.log1p((n_documents - int(holding) + 0.5) / (int(holding) + 0.5))
         if lexeme not in found or weight > found[lexeme].weight:
-            found[lexeme] = Lexeme(word, weight, idf)
+            found[lexeme] = Lexeme(word, lexeme, weight, idf)
     return list(found.values())
 
 
@@ -92,20 +94,22 @@ def ranked(conn: psycopg.Connection, schema: str, config: str, words: Sequence[L
     """The caller's `depth` best documents for `words`, best first (ties by url)."""
     if not words or depth <= 0:
         return []
+    # One ts_rank per lexeme, each over the tsquery parsed once: PostgreSQL computes it for every matching
+    # document, so nothing per row may be more than it must.
+    terms = sql.SQL(" + ").join(
+        sql.SQL("{} * ts_rank({}::float4[], d.tsv, {}::tsquery, {})").format(
+            sql.Literal(w.weight * w.idf), sql.Literal(RANK_WEIGHTS), sql.Literal(w.query),
+            sql.Literal(RANK_NORMALIZATION))
+        for w in words
+    )
     query = sql.SQL(
-        "SELECT d.id, {columns},"
-        " (SELECT sum(u.w * ts_rank(%(ranks)s::float4[], d.tsv, websearch_to_tsquery(%(config)s::regconfig, u.word),"
-        "  %(norm)s)) FROM unnest(%(words)s::text[], %(weights)s::float8[]) AS u(word, w)) AS score"
-        " FROM {documents} d"
-        " WHERE d.tsv @@ websearch_to_tsquery(%(config)s::regconfig, %(any)s) AND d.acl_tokens && %(visible)s::text[]"
+        "SELECT d.id, {columns}, {terms} AS score FROM {documents} d"
+        " WHERE d.tsv @@ %(any)s::tsquery AND d.acl_tokens && %(visible)s::text[]"
         " ORDER BY score DESC, d.url LIMIT %(depth)s"
-    ).format(columns=sql.SQL(", ").join(sql.Identifier("d", c) for c in _COLUMNS),
+    ).format(columns=sql.SQL(", ").join(sql.Identifier("d", c) for c in _COLUMNS), terms=terms,
              documents=table(schema, "documents"))  # fmt: skip
-    rows = conn.execute(query, {
-        "ranks": RANK_WEIGHTS, "config": config, "norm": RANK_NORMALIZATION, "words": [w.word for w in words],
-        "weights": [w.weight * w.idf for w in words], "any": " or ".join(w.word for w in words),
-        "visible": list(visible), "depth": depth,
-    }).fetchall()
+    rows = conn.execute(query, {"any": " | ".join(f"({w.query})" for w in words), "visible": list(visible),
+                                "depth": depth}).fetchall()  # fmt: skip
     return [Hit(int(row[0]), document(row[1:8]), float(row[8])) for row in rows]
 
 
