@@ -4,11 +4,15 @@
     python benchmarks/retrieval_quality.py --doc2dial tune       # doc2dial-qa first questions, tune part
     python benchmarks/retrieval_quality.py --doc2dial holdout --followups     # follow-up turns
     python benchmarks/retrieval_quality.py --doc2dial tune --weights 0.2 0.3 0.4 0.5 0.6   # the weight's sweep
+    PG_DSN=postgresql://… python benchmarks/retrieval_quality.py --doc2dial tune --postgres PG_DSN   # vs PostgreSQL
 
 Both rankings run in one process over one index, through the retrieval the graph uses
 (`FederatedRetriever.search`, with the query's `QueryMeaning` for the hybrid one, `prepare_meaning`):
 the reference is the words-only search of the same question. A follow-up turn is searched as the
 offline rewrite's standalone question (`evident.conversation.rule.condense`), as `evident ask` does.
+With `--postgres ENV` (the environment variable holding a connection string) the same corpus is also loaded
+into a PostgreSQL source (schema `retrieval_quality`, replaced) and ranked by words and by the same hybrids,
+each compared with the embedded index's words-only ranking.
 A page counts as gold when it is in `gold_urls` or `alt_urls`; unanswerable questions are left out.
 Each recall has a 95% interval (Wilson), and the difference a paired sign test (exact binomial) over
 the questions where exactly one ranking finds a gold page in its first k.
@@ -71,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--followups", action="store_true", help="follow-up turns, searched as their standalone question")
     ap.add_argument("--weights", type=float, nargs="+", default=None,
                     help="semantic_weight values to compare (default: the context's, 0.4)")
+    ap.add_argument("--postgres", metavar="ENV", default=None,
+                    help="also rank with a PostgreSQL source whose connection string is in this environment variable")
     args = ap.parse_args(argv)
 
     from evident.connectors.federated import FederatedRetriever
@@ -103,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         prepare_meaning(federated, resolved, "warm-up", ctx.semantic_weight)  # embeds the index once
         print(f"index built and embedded in {time.perf_counter() - start:.0f} s")
+        searches = [("", federated)]
+        if args.postgres:
+            searches.append(("postgres ", _postgres_source(args.postgres, corpus, ctx, resolved)))
+            found.update({f"postgres {name}": [] for name in ["words", *names.values()]})
         for q in questions:
             text = q["query"]
             if q.get("history"):
@@ -112,9 +122,10 @@ def main(argv: list[str] | None = None) -> int:
             assert vector is not None, "the query could not be embedded"
             rankings: list[tuple[str, QueryMeaning | None]] = [("words", None)]
             rankings += [(names[w], QueryMeaning(vector.scorer, vector.vector, w)) for w in weights]
-            for name, meaning in rankings:
-                urls = [d.url for d in federated.search(text, meaning=meaning).documents]
-                found[name].append(next((i + 1 for i, u in enumerate(urls) if u in gold), 0))
+            for prefix, search in searches:
+                for name, meaning in rankings:
+                    urls = [d.url for d in search.search(text, meaning=meaning).documents]
+                    found[prefix + name].append(next((i + 1 for i, u in enumerate(urls) if u in gold), 0))
 
     n = len(questions)
     print("\n| ranking | " + " | ".join(f"recall @{k}" for k in DEPTHS) + " | better / worse than words @3 (sign p) |")
@@ -132,6 +143,32 @@ def main(argv: list[str] | None = None) -> int:
         versus = "reference" if name == "words" else f"{wins} / {losses} (p {sign_test(wins, losses):.3g})"
         print(f"| {name} | " + " | ".join(cells) + f" | {versus} |")
     return 0
+
+
+def _postgres_source(env: str, corpus: Path, ctx: Any, resolved: Any) -> Any:
+    """The corpus in a PostgreSQL source (schema `retrieval_quality`, emptied first), embedded, behind a
+    federation of one as the embedded index is."""
+    import psycopg
+    from psycopg import sql
+
+    from evident.connectors.federated import FederatedRetriever
+    from evident.connectors.index.loaders import DEFAULT_LIMITS
+    from evident.connectors.postgres.connections import Connections
+    from evident.connectors.postgres.dsn import resolve_dsn
+    from evident.connectors.postgres.refresh import embed_missing, refresh
+    from evident.connectors.postgres.retriever import build_retriever
+
+    dsn = resolve_dsn("postgres", None, env)
+    with psycopg.connect(dsn.value(), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier("retrieval_quality")))
+    connections = Connections(dsn, connect_timeout_s=10, statement_timeout_ms=None)
+    start = time.perf_counter()
+    refresh(connections, "retrieval_quality", "english", [corpus], limits=DEFAULT_LIMITS)
+    embed_missing(connections, "retrieval_quality", resolved.scorer)
+    print(f"PostgreSQL source loaded and embedded in {time.perf_counter() - start:.0f} s")
+    retriever = build_retriever(dsn, schema="retrieval_quality", config="english", k=ctx.k, source_name="postgres",
+                                timeout_s=600.0, statement_timeout_ms=None)  # fmt: skip
+    return FederatedRetriever.wrap(retriever, name="postgres", timeout_s=600.0, top_n=ctx.top_n)
 
 
 if __name__ == "__main__":

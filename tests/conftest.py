@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests.support.postgres import PostgresServer
 
 # `make test` is CI's gate: it must not turn red on an example that no earlier run drew. The property
 # tests draw the same examples on every run (derandomize); `EVIDENT_HYPOTHESIS=explore` draws new ones
@@ -47,3 +50,13 @@ def _isolated_env(
 @pytest.fixture(scope="session")
 def examples() -> Path:
     return EXAMPLES
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A real PostgreSQL 15 on loopback for the whole session (tests/support/postgres.py), started on first use."""
+    server = PostgresServer.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -116,6 +116,8 @@ def citations_table(citations: list[dict[str, Any]]) -> Any:
         table.add_column(col, overflow="fold")
     for i, c in enumerate(citations, 1):
         spans = ", ".join(f"[{s}:{e}]" for s, e in c["spans"])
+        if c.get("span_base") == "chunk":  # a chunked retriever gave no position in the document
+            spans += " in chunk"
         table.add_row(str(i), escape(safe_text(c["url"])), escape(spans), escape(safe_text(c["quote"])))
     return table
 

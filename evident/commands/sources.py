@@ -99,12 +99,44 @@ def _skip_warning(source: str) -> Callable[[Any, str], None]:
     return lambda what, why: warn("index", f"{source}: skipped {what}: {why}")
 
 
+def _refresh_postgres(settings: Any, ctx: Any, on_skip: Callable[[Any, str], None]) -> dict[str, Any]:
+    """Refresh a PostgreSQL source from its paths, then give it the configured embeddings' vectors (a
+    failure of the embeddings is a warning: the source ranks by words until the next run)."""
+    from evident.connectors.config import postgres_dsn
+    from evident.connectors.index.loaders import CorpusLimits
+    from evident.connectors.postgres.connections import Connections
+    from evident.connectors.postgres.refresh import embed_missing, refresh
+    from evident.embeddings import EmbeddingsError, resolve_embeddings
+
+    dsn = postgres_dsn(settings)
+    connections = Connections(dsn, connect_timeout_s=settings.timeout_s or 15.0, statement_timeout_ms=None)
+    stats = refresh(connections, settings.db_schema, settings.text_search_config,
+                    [settings.path(p) for p in settings.paths], limits=CorpusLimits.from_settings(settings),
+                    on_skip=on_skip)  # fmt: skip
+    row: dict[str, Any] = dict(index=f"{dsn.where}, schema {settings.db_schema!r}", documents=stats.documents,
+                               added=stats.added, updated=stats.updated, removed=stats.removed, status="ok")
+    resolved = resolve_embeddings(ctx)
+    if resolved.scorer is None:
+        row["embeddings"] = f"off ({resolved.reason})"
+        return row
+    try:
+        embedded = embed_missing(connections, settings.db_schema, resolved.scorer)
+    except EmbeddingsError as exc:
+        warn("index", f"{settings.name}: embeddings: {exc.message}; the source ranks by words until "
+                      "`evident index` runs again")
+        row["embeddings"] = f"failed ({exc.message})"
+        return row
+    row["embeddings"] = f"on ({resolved.model_id}): {embedded.documents} documents embedded"
+    return row
+
+
 def run_index(config: Path, only: list[str], json_out: bool) -> int:
     """Refresh the index of every local, docs and loader source in `config` (or of the ones named in `only`)."""
     from evident.connectors.config import (
         DocsSettings,
         LoaderSettings,
         LocalSettings,
+        PostgresSettings,
         build_loader,
         crawl_settings,
         docs_index_path,
@@ -158,6 +190,8 @@ def run_index(config: Path, only: list[str], json_out: bool) -> int:
                 )
                 row.update(index=str(target), documents=loaded.pages, added=loaded.added, updated=loaded.updated,
                            removed=loaded.removed, status="ok")
+            elif isinstance(settings, PostgresSettings):
+                row.update(_refresh_postgres(settings, ctx, _skip_warning(row["name"])))
             else:
                 row.update(status="live", message="searched live; nothing to index")
         except (SourceConfigError, SourceFailure, CorpusError, IndexFileError, OSError) as exc:

@@ -31,6 +31,7 @@ from evident.connectors.source_settings import (
     LoaderSettings,
     LocalSettings,
     MediaWikiSettings,
+    PostgresSettings,
     SourceSettings,
     environment_names,
     missing_environment,
@@ -39,13 +40,14 @@ from evident.connectors.source_settings import (
 from evident.models import SourceError
 
 if TYPE_CHECKING:
+    from evident.connectors.postgres.dsn import PostgresDsn
     from evident.connectors.remote.docs_site import CrawlSettings
 
 __all__ = [
     "SOURCE_TYPES", "ConfluenceSettings", "Defaults", "DocsSettings", "LangChainSettings", "LoaderSettings",
-    "LocalSettings", "MediaWikiSettings", "SourceSettings", "build_loader", "build_source", "build_sources",
-    "construct", "crawl_settings", "docs_index_path", "environment_names", "gateway_base", "load_object",
-    "loader_index_path", "missing_environment", "parse_settings",
+    "LocalSettings", "MediaWikiSettings", "PostgresSettings", "SourceSettings", "build_loader", "build_source",
+    "build_sources", "construct", "crawl_settings", "docs_index_path", "environment_names", "gateway_base",
+    "load_object", "loader_index_path", "missing_environment", "parse_settings", "postgres_dsn", "require_psycopg",
 ]
 
 
@@ -234,6 +236,33 @@ def _langchain(settings: SourceSettings, k: int, timeout: float, secrets: list[S
     return made
 
 
+def _postgres(settings: SourceSettings, k: int, timeout: float, secrets: list[SecretStr]) -> BaseRetriever:
+    assert isinstance(settings, PostgresSettings)
+    require_psycopg(settings.name)
+    from evident.connectors.postgres.retriever import build_retriever
+
+    dsn = postgres_dsn(settings)
+    secrets.extend(dsn.secrets)
+    return build_retriever(dsn, schema=settings.db_schema, config=settings.text_search_config, k=k,
+                           source_name=settings.name, timeout_s=timeout,
+                           statement_timeout_ms=settings.statement_timeout_ms)
+
+
+def require_psycopg(source: str) -> None:
+    """A configuration error, not an ImportError, when the `postgres` extra is not installed."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise SourceConfigError(source, "type 'postgres' needs psycopg: pip install 'evident-rag[postgres]'") from None
+
+
+def postgres_dsn(settings: PostgresSettings) -> PostgresDsn:
+    require_psycopg(settings.name)
+    from evident.connectors.postgres.dsn import resolve_dsn
+
+    return resolve_dsn(settings.name, settings.dsn, settings.dsn_env)
+
+
 def build_loader(settings: LoaderSettings) -> BaseLoader:
     """The configured LangChain `BaseLoader`, ready to `lazy_load()`."""
     made = construct(settings, settings.loader, settings.kwargs, settings.kwargs_env, BaseLoader, [])
@@ -243,5 +272,5 @@ def build_loader(settings: LoaderSettings) -> BaseLoader:
 
 _BUILDERS: dict[str, Callable[[SourceSettings, int, float, list[SecretStr]], BaseRetriever]] = {
     "local": _local, "mediawiki": _mediawiki, "confluence": _confluence, "docs": _docs, "langchain": _langchain,
-    "loader": _loader,
+    "loader": _loader, "postgres": _postgres,
 }

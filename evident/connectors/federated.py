@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from evident.connectors.acl import PrincipalError, coerce_principal
 from evident.connectors.base import to_langchain_document
+from evident.connectors.chunks import CHUNK_OF
 from evident.connectors.rerank import rerank_by_meaning
 from evident.connectors.source import AccessOptions, RanksByMeaning, Source, SourceFailure, ranks_by_meaning
 from evident.connectors.source_call import (
@@ -340,7 +341,8 @@ class FederatedRetriever(RanksByMeaning, BaseRetriever):
         by_url: dict[str, _Group] = {}
         by_hash: dict[str, _Group] = {}
         for contribution, index, _, doc in entries:
-            key = url_key(doc.url)
+            # A chunk's id differs from its document's by its fragment alone: the fragment is its identity.
+            key = doc.url if CHUNK_OF in doc.metadata else url_key(doc.url)
             group = by_url.get(key) or by_hash.get(doc.content_hash)
             if group is None:
                 group = _Group(doc=doc, order=len(groups))

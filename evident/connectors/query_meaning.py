@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from langchain_core.retrievers import BaseRetriever
 
 from evident.connectors.federated import FederatedRetriever
-from evident.connectors.index.retriever import LocalCorpusRetriever
+from evident.connectors.source import SourceFailure, StoresVectors
 from evident.embeddings.failures import EmbeddingsError
 from evident.embeddings.meaning import QueryMeaning, meaning_error
 from evident.embeddings.resolve import ResolvedEmbeddings, embeddings_note
@@ -35,9 +35,9 @@ class PreparedMeaning:
     notes: list[str] = field(default_factory=list)
 
 
-def _embedded_indexes(retriever: BaseRetriever) -> Iterator[tuple[str, LocalCorpusRetriever]]:
-    if isinstance(retriever, LocalCorpusRetriever):
-        yield retriever.source_name, retriever
+def _embedded_indexes(retriever: BaseRetriever) -> Iterator[tuple[str, StoresVectors]]:
+    if isinstance(retriever, StoresVectors):
+        yield str(getattr(retriever, "source_name", type(retriever).__name__)), retriever
     elif isinstance(retriever, FederatedRetriever):
         for source in retriever.sources:
             for _, local in _embedded_indexes(source.retriever):
@@ -68,5 +68,7 @@ def prepare_meaning(
         except EmbeddingsError as exc:  # that index ranks by words until its vectors can be made
             log.warning("evident: embedding the index of source %s failed: %s", name, exc.message)
             out.errors.append(meaning_error(f"source {name} was", exc))
+        except SourceFailure as exc:  # its store is unreachable: its own search says so, as its error
+            log.warning("evident: embedding the index of source %s failed: %s", name, exc.message)
     out.meaning = QueryMeaning(scorer, vector, weight)
     return out

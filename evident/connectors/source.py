@@ -7,7 +7,7 @@ ranking. Permission-aware connectors additionally receive the caller's principal
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
 
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -16,6 +16,10 @@ from evident.connectors.acl import DefaultAcl
 from evident.connectors.visibility import AclPolicy
 from evident.embeddings.meaning import QueryMeaning
 from evident.models import Principal
+
+if TYPE_CHECKING:
+    from evident.connectors.index.vectors import EmbedProgress, EmbedStats
+    from evident.embeddings.scorer import SemanticScorer
 
 
 class SourceConfigError(ValueError):
@@ -83,6 +87,18 @@ class RanksByMeaning:
     every other source are re-ranked by meaning after they arrive (`evident.connectors.rerank`)."""
 
     ranks_by_meaning: ClassVar[bool] = True
+
+
+class StoresVectors:
+    """Marker for retrievers that keep their documents' vectors themselves (the embedded index, PostgreSQL):
+    `embed_index(scorer)` gives every document without vectors of the scorer's model its vectors, once,
+    before the query's search (`evident.connectors.query_meaning`); it returns None when there was nothing
+    to do and raises what the embeddings (or the store) raise."""
+
+    stores_vectors: ClassVar[bool] = True
+
+    def embed_index(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None) -> EmbedStats | None:
+        raise NotImplementedError
 
 
 class AccessOptions(TypedDict, total=False):

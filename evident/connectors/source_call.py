@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from evident.connectors.acl import filter_documents
 from evident.connectors.base import to_source_document
+from evident.connectors.chunks import as_chunks
 from evident.connectors.index.corpus import LOCAL_SOURCE
 from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
 from evident.connectors.refill import REFILL_ROUNDS, larger_page, page_size
@@ -219,6 +220,8 @@ def collect(source: Source, raw: Any, principal: Principal | None) -> tuple[list
         if source.source_type and doc.source_type in {"", LOCAL_SOURCE}:
             doc.source_type = source.source_type
         docs.append(doc)
+    # Chunks before the permission filter: a document fetched whole is checked with its own acl.
+    docs = as_chunks(docs, source.retriever)
     visible, denied = filter_documents(docs, principal, default=source.default_acl, fallback_acl=source.acl)
     # The index's rule for ids holds for every source, so no retriever can hand the page or the answer a
     # citation that leads elsewhere (`javascript:`, `//evil.test`, userinfo). Checked after the permission

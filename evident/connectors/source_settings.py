@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evident.connectors.acl import AclError, DefaultAcl, parse_acl
 from evident.connectors.source import SourceConfigError
 
-SOURCE_TYPES = ("confluence", "docs", "langchain", "loader", "local", "mediawiki")
+SOURCE_TYPES = ("confluence", "docs", "langchain", "loader", "local", "mediawiki", "postgres")
 
 
 class SourceSettings(BaseModel):
@@ -45,6 +45,23 @@ class LocalSettings(SourceSettings):
     paths: list[str] = Field(min_length=1)
     index_path: str | None = None
     follow_symlinks: bool = False  # as the top-level settings of the same names (docs/security.md)
+    max_file_mb: float = Field(20.0, gt=0)
+    section_chars: int = Field(100_000, ge=1000)
+
+
+class PostgresSettings(SourceSettings):
+    """A PostgreSQL database holding the documents of `paths` (evident/connectors/postgres)."""
+
+    type: Literal["postgres"]
+    dsn: str | None = Field(None, description="libpq connection string or URI (prefer dsn_env: it may hold a password)")
+    dsn_env: str | None = Field(None, description="the environment variable holding the connection string")
+    paths: list[str] = Field(min_length=1, description="folders and JSONL files, read as the embedded index reads them")
+    db_schema: str = Field("evident", alias="schema", pattern=r"^[a-z_][a-z0-9_]{0,62}$",
+                           description="the PostgreSQL schema of this source's tables")
+    text_search_config: str = Field("english", pattern=r"^[a-z_][a-z0-9_]{0,62}$",
+                                    description="the text search configuration of the tsvector and the query")
+    statement_timeout_ms: int | None = Field(None, ge=1, description="per search; default: the source's timeout")
+    follow_symlinks: bool = False
     max_file_mb: float = Field(20.0, gt=0)
     section_chars: int = Field(100_000, ge=1000)
 
@@ -107,10 +124,10 @@ class LoaderSettings(ImportedSettings):
 
 _MODELS: dict[str, type[SourceSettings]] = {
     "local": LocalSettings, "mediawiki": MediaWikiSettings, "confluence": ConfluenceSettings,
-    "docs": DocsSettings, "langchain": LangChainSettings, "loader": LoaderSettings,
+    "docs": DocsSettings, "langchain": LangChainSettings, "loader": LoaderSettings, "postgres": PostgresSettings,
 }
 DEFAULT_SOURCE_TYPE = {"local": "", "mediawiki": "wiki", "confluence": "wiki", "docs": "docs", "langchain": "",
-                       "loader": ""}
+                       "loader": "", "postgres": ""}
 
 
 def parse_settings(raw: Any, position: int) -> SourceSettings:

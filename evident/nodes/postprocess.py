@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from evident.citations.answer import apply_glossary, known_ids, parse_answer, render_answer, resolve_citation, units_of
 from evident.citations.support import GeneratedSentenceSupport
+from evident.connectors.chunks import cited_in_document, document_of
 from evident.context import run_settings
 from evident.conversation.messages import conclude
 from evident.models import INSUFFICIENT_ANSWER, Status
@@ -33,6 +34,11 @@ def postprocess(state: EvidentState, runtime: NodeRuntime = None) -> Postprocess
                                  n=ctx.ngram_n, threshold=ctx.threshold, measure=measure)
                 for u, url in pairs
             ]
+            # A chunk is cited as its document (its url, and document offsets where its start is known).
+            documents = {d.url: d for d in state.get("documents") or []}
+            citations = [cited_in_document(c, documents.get(url)) for (_, url), c in zip(pairs, citations, strict=True)]
+            for u in cited:
+                u.urls = list(dict.fromkeys(document_of(documents[url]) if url in documents else url for url in u.urls))
             # Spans were located with the source's wording; the glossary only restyles the answer.
             apply_glossary(lines, ctx.glossary)
             for (u, _), citation in zip(pairs, citations, strict=True):

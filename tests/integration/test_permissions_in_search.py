@@ -3,6 +3,7 @@ same over a corpus with documents they may not see as over the same corpus witho
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,13 @@ from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
+from evident.connectors.config import PostgresSettings, parse_settings, postgres_dsn
+from evident.connectors.index.loaders import DEFAULT_LIMITS
+from evident.connectors.postgres.connections import Connections
+from evident.connectors.postgres.refresh import refresh
 from evident.context import EvidentContext
 from evident.graph import graph
+from tests.support.postgres import PostgresServer
 
 BOB = {"user": "bob", "groups": ["staff"]}
 VISIBLE = [
@@ -79,6 +85,24 @@ def _ask(folder: Path, records: list[dict[str, Any]], question: str, k: int) -> 
     return _observed(graph.invoke({"query": question, "principal": BOB}, context=ctx))
 
 
+_schemas = itertools.count()
+
+
+def _ask_postgres(server: PostgresServer, folder: Path, records: list[dict[str, Any]], question: str, k: int) -> Any:
+    """`_ask` with the documents in a PostgreSQL source (a schema of its own) instead of the embedded index."""
+    folder.mkdir(parents=True, exist_ok=True)
+    corpus = folder / "pages.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    raw = {"name": "pg", "type": "postgres", "dsn": server.dsn(), "paths": [str(corpus)],
+           "schema": f"perm_{next(_schemas)}"}
+    settings = parse_settings(raw, 1)
+    assert isinstance(settings, PostgresSettings)
+    refresh(Connections(postgres_dsn(settings), connect_timeout_s=10, statement_timeout_ms=None),
+            settings.db_schema, "english", [corpus], limits=DEFAULT_LIMITS)  # fmt: skip
+    ctx = EvidentContext(sources=[raw], k=k, top_n=k)
+    return _observed(graph.invoke({"query": question, "principal": BOB}, context=ctx))
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(hidden=HIDDEN_DOCS, question=st.sampled_from(QUESTIONS), k=st.sampled_from([1, 2, 8]))
 def test_hidden_documents_change_nothing_bob_can_observe(
@@ -87,6 +111,18 @@ def test_hidden_documents_change_nothing_bob_can_observe(
     base = tmp_path_factory.mktemp("corpus")
     seen = _ask(base / "with", VISIBLE + hidden, question, k)
     alone = _ask(base / "without", VISIBLE, question, k)
+    _assert_same(seen, alone)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(hidden=HIDDEN_DOCS, question=st.sampled_from(QUESTIONS), k=st.sampled_from([1, 2, 8]))
+def test_hidden_documents_change_nothing_bob_can_observe_in_postgres(
+    tmp_path_factory: Any, postgres: PostgresServer, hidden: list[dict[str, Any]], question: str, k: int
+) -> None:
+    base = tmp_path_factory.mktemp("corpus")
+    seen = _ask_postgres(postgres, base / "with", VISIBLE + hidden, question, k)
+    alone = _ask_postgres(postgres, base / "without", VISIBLE, question, k)
+    assert seen["source_errors"] == []
     _assert_same(seen, alone)
 
 

@@ -141,7 +141,8 @@ def test_one_bad_source_does_not_stop_the_others(examples: Path) -> None:
     )
     assert [s.name for s in sources] == ["a"]
     assert [(e.source, e.message) for e in errors] == [
-        ("b", "unknown source type 'nope' (expected one of: confluence, docs, langchain, loader, local, mediawiki)"),
+        ("b", "unknown source type 'nope' (expected one of: confluence, docs, langchain, loader, local, mediawiki, "
+              "postgres)"),
         ("a", "another source has the same name"),
     ]
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from evident.embeddings.scorer import SemanticScorer
 
 from evident.alignment.models import SourceDocument
+from evident.connectors.hybrid import Candidate, hybrid_ranking
 from evident.connectors.index.corpus import url_conflict
 from evident.connectors.index.fts_query import fts_search, weighted_terms
 from evident.connectors.index.loaders import (
@@ -56,14 +57,7 @@ from evident.connectors.index.vectors import (
     vectors_key,
 )
 from evident.connectors.visibility import document_tokens
-from evident.embeddings.meaning import (
-    SEMANTIC_SCORE,
-    SEMANTIC_WINDOWS,
-    QueryMeaning,
-    fuse,
-    windows_metadata,
-    without_meaning,
-)
+from evident.embeddings.meaning import QueryMeaning, without_meaning
 
 __all__ = ["EmbedStats", "IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index"]
 
@@ -194,23 +188,8 @@ class LocalIndex(MirroredStore):
             marks = ", ".join("?" for _ in wanted)
             for row in self._conn.execute(f"SELECT {_COLUMNS}, id FROM documents WHERE id IN ({marks})", wanted):
                 rows[int(row[7])] = row
-        ids = sorted(rows)
-        windows = {i: loaded.windows_of(i, cosines) for i in ids}
-        best = [max((c for _, _, c in windows[i]), default=0.0) for i in ids]
-        fused = fuse([bm25.get(i, 0.0) for i in ids], best, meaning.weight)
-        order = sorted(range(len(ids)), key=lambda n: (-round(fused[n], 9), str(rows[ids[n]][0])))[:depth]
-        hits = []
-        for n in order:
-            i = ids[n]
-            doc = _document(rows[i])
-            metadata = {**doc.metadata, SEMANTIC_SCORE: round(best[n], 4),
-                        SEMANTIC_WINDOWS: windows_metadata([(s, e) for s, e, _ in windows[i]],
-                                                           [c for _, _, c in windows[i]])}  # fmt: skip
-            hits.append((doc.model_copy(update={"metadata": metadata}), bm25.get(i, 0.0), fused[n]))
-        first = title_first(terms, [(doc.title, score) for doc, _, score in hits[:TITLE_FIRST_DEPTH]]) if terms else 0
-        if first:
-            hits = [hits[first], *hits[:first], *hits[first + 1 :]]
-        return [(doc, score) for doc, score, _ in hits[:k]]
+        candidates = [Candidate(_document(rows[i]), bm25.get(i, 0.0), loaded.windows_of(i, cosines)) for i in rows]
+        return hybrid_ranking(candidates, terms, meaning.weight, k)
 
     def _visible_ids(self, visible: Sequence[str]) -> list[int]:
         """The ids of the documents holding a `visible` token."""

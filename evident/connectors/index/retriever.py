@@ -6,23 +6,17 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
-from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import run_in_executor
 from pydantic import PrivateAttr
 
-from evident.connectors.acl import coerce_principal
-from evident.connectors.base import to_langchain_document
+from evident.alignment.models import SourceDocument
+from evident.connectors.in_search import SearchesVisible
 from evident.connectors.index.embedded import LocalIndex, default_index_path
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusLimits, SkipHandler
 from evident.connectors.lazy import OpenedOnFirstUse
-from evident.connectors.source import AccessReport, FiltersInSearch, RanksByMeaning
-from evident.connectors.visibility import AclPolicy, principal_tokens
+from evident.connectors.source import RanksByMeaning, StoresVectors
 from evident.embeddings.meaning import QueryMeaning
-from evident.models import Principal
 
 if TYPE_CHECKING:
     from evident.connectors.index.vectors import EmbedProgress, EmbedStats
@@ -31,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class LocalCorpusRetriever(RanksByMeaning, FiltersInSearch, BaseRetriever):
+class LocalCorpusRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
     """BM25 search over a `LocalIndex`; each hit carries its score and EvidenT's fields in metadata.
     The documents come in ranking order; their BM25 scores need not descend (`LocalIndex.search`).
     Given the query's `meaning` (and once `embed_index` has run for its model), the ranking is hybrid.
@@ -42,8 +36,6 @@ class LocalCorpusRetriever(RanksByMeaning, FiltersInSearch, BaseRetriever):
     """
 
     index_path: Path
-    k: int = 8
-    source_name: str = "local"
     limits: CorpusLimits = DEFAULT_LIMITS
 
     _opened: OpenedOnFirstUse[LocalIndex] = PrivateAttr(default_factory=OpenedOnFirstUse)
@@ -72,23 +64,10 @@ class LocalCorpusRetriever(RanksByMeaning, FiltersInSearch, BaseRetriever):
             index.refresh(roots, on_skip=on_skip)
         return cls(index_path=target, k=k, source_name=source_name, limits=limits)
 
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        principal: Principal | dict[str, Any] | None = None,
-        report: AccessReport | None = None,
-        policy: AclPolicy | None = None,
-        meaning: QueryMeaning | None = None,
-    ) -> list[Document]:
-        # `report` stays untouched: a search that never sees hidden documents has none to count.
-        rules = policy if policy is not None else AclPolicy(source=self.source_name)
-        visible = principal_tokens(coerce_principal(principal), rules)
-        return [
-            to_langchain_document(doc.model_copy(update={"source": self.source_name}), score=score)
-            for doc, score in self._open().search(query, k=self.k, visible=visible, meaning=meaning)
-        ]
+    def search_visible(
+        self, query: str, visible: list[str], meaning: QueryMeaning | None
+    ) -> list[tuple[SourceDocument, float]]:
+        return self._open().search(query, k=self.k, visible=visible, meaning=meaning)
 
     def _open(self) -> LocalIndex:
         return self._opened.get(lambda: LocalIndex(self.index_path, limits=self.limits))
@@ -106,22 +85,6 @@ class LocalCorpusRetriever(RanksByMeaning, FiltersInSearch, BaseRetriever):
             log.info("%s: embedded %d documents (%d windows) in %.1f s", self.index_path, stats.documents,
                      stats.windows, stats.seconds)  # fmt: skip
             return stats
-
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        principal: Principal | dict[str, Any] | None = None,
-        report: AccessReport | None = None,
-        policy: AclPolicy | None = None,
-        meaning: QueryMeaning | None = None,
-    ) -> list[Document]:
-        # BaseRetriever's own async fallback passes no keywords on: the principal would be lost.
-        return await run_in_executor(
-            None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(),
-            principal=principal, report=report, policy=policy, meaning=meaning,
-        )  # fmt: skip
 
     @property
     def _index(self) -> LocalIndex | None:

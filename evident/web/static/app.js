@@ -95,7 +95,8 @@ function openCitation(index, chip) {
   showDocument(state, citation.url, {
     active: citation.spans,
     others: otherSpans(state, citation.url, index),
-    caption: `Source ${chip.textContent} cited for: “${citation.sentence}”`,
+    caption: `Source ${chip.textContent} cited for: “${citation.sentence}”`
+      + (citation.span_base === "chunk" ? " (offsets in the retrieved chunk: the source gave no position in its document)" : ""),
   });
 }
 

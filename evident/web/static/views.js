@@ -34,8 +34,28 @@ export function documentNumbers(state, draftUrls = []) {
   return numbers;
 }
 
-function documentOf(state, url) {
-  return strings(state.documents).find((d) => d?.url === url) || null;
+function documentOf(state, url, spans = []) {
+  const docs = strings(state.documents);
+  return docs.find((d) => d?.url === url) || chunkOf(docs, url, spans) || null;
+}
+
+/** A citation of a chunked retriever's document names the document: the retrieved chunk that holds its
+ * first span (by the chunk's start in the document), else its first chunk. */
+function chunkOf(docs, url, spans) {
+  const chunks = docs.filter((d) => d?.metadata?.chunk_of === url);
+  const at = Array.isArray(spans) && Array.isArray(spans[0]) ? spans[0][0] : null;
+  const holds = (d) => {
+    const start = d.metadata.chunk_start;
+    return typeof start === "number" && at !== null && at >= start && at <= start + String(d.content).length;
+  };
+  return chunks.find(holds) || chunks[0] || null;
+}
+
+/** Spans into the shown text: document offsets of a chunk shifted by where the chunk starts. */
+function intoShown(doc, url, spans) {
+  const start = doc.url !== url ? doc.metadata?.chunk_start : null;
+  if (typeof start !== "number") return spans;
+  return strings(spans).map((s) => (Array.isArray(s) ? [s[0] - start, s[1] - start] : s));
 }
 
 /** Which citation a marker `[url]` after `sentence` stands for: each citation is used once, in order. */
@@ -204,8 +224,10 @@ export function renderTrail(state, openSpans) {
  * (the first scrolled into view), `others` (the document's other cited spans) more lightly.
  */
 export function showDocument(state, url, { active = [], others = [], caption = "" }) {
-  const doc = documentOf(state, url);
+  const doc = documentOf(state, url, active);
   if (!doc) return [];
+  active = intoShown(doc, url, active);
+  others = intoShown(doc, url, others);
   $("doc-title").textContent = doc.title || doc.url;
   append(clear($("doc-meta")), [link(doc.url), doc.source ? ` · from ${doc.source}` : ""]);
   $("doc-cited").textContent = caption;
