@@ -198,6 +198,16 @@ def test_a_database_that_is_down_degrades_the_answer(
     assert _ask(raw, EXPENSES)["status"] == "answered"
 
 
+def test_a_restarted_server_is_reached_again(postgres: PostgresServer, examples: Path) -> None:
+    raw = _source(postgres, [examples], _schema())
+    _refresh(raw)
+    assert _ask(raw, EXPENSES)["status"] == "answered"  # the source now holds an idle connection
+    postgres.pause()
+    postgres.resume()
+    out = _ask(raw, EXPENSES)
+    assert (out["status"], out["source_errors"]) == ("answered", [])
+
+
 def test_wrong_credentials_are_one_clear_error(
     postgres: PostgresServer, examples: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

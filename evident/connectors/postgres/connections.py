@@ -45,7 +45,9 @@ class Connections:
         """An autocommit connection with the statement timeout, for one search."""
         with self._lock:
             conn = self._idle.pop() if self._idle else None
-        if conn is None or conn.closed:
+        if conn is not None and not _alive(conn):
+            conn = None
+        if conn is None:
             conn = self.open()
         try:
             yield conn
@@ -66,3 +68,16 @@ class Connections:
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+
+
+def _alive(conn: psycopg.Connection) -> bool:
+    """Whether an idle connection still reaches its server: one that a restart cut is closed and replaced,
+    not handed to a query that would then fail (a loopback round trip, well under a millisecond)."""
+    if conn.closed:
+        return False
+    try:
+        conn.execute("SELECT 1")
+    except psycopg.Error:
+        conn.close()
+        return False
+    return True

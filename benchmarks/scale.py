@@ -1,0 +1,170 @@
+"""The embedded index and a PostgreSQL source at scale: build throughput, size, query latency and memory.
+
+    python benchmarks/scale.py                              # 10,000 and 100,000 sections
+    python benchmarks/scale.py --sizes 10000 100000 1000000 # and a million (long: hours on 2 cores)
+    PG_DSN=postgresql://… python benchmarks/scale.py --dsn-env PG_DSN       # an existing server
+
+Sections are generated from the example corpus as in benchmarks/retrieval.py (`generate`: runs of a page's
+paragraphs with numbers and names varied, about 1.5 kB each, a quarter visible to the board only),
+deterministically. Each engine and size runs in a process of its own, so its peak memory (`ru_maxrss`) is its
+own: the build (`LocalIndex.add_corpus`; `postgres.refresh.refresh`, one transaction) and then the example
+questions as a staff member (permissions inside the search), `--rounds` times each, k = 8, by words.
+PostgreSQL's size is its tables with their indexes and TOAST; its server's memory is not in the client's figure.
+Without `--dsn-env`, a throwaway PostgreSQL 15 cluster is started in a temporary folder (tests/support/postgres.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from machine_info import describe  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from retrieval import generate, index_size, percentile  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _questions(count: int) -> list[str]:
+    lines = (ROOT / "examples" / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["query"] for line in lines if line.strip()][:count]
+
+
+def _latencies(search: Any, questions: list[str], rounds: int) -> list[float]:
+    for q in questions:  # warm-up: caches, plans, pages
+        search(q)
+    times = []
+    for _ in range(rounds):
+        for q in questions:
+            start = time.perf_counter()
+            search(q)
+            times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def embedded(corpus: Path, workdir: Path, questions: list[str], rounds: int) -> dict[str, Any]:
+    from evident.connectors.index.embedded import LocalIndex
+    from evident.connectors.visibility import AclPolicy, principal_tokens
+    from evident.models import Principal
+
+    target = workdir / f"{corpus.stem}.sqlite3"
+    start = time.perf_counter()
+    with LocalIndex(target) as index:
+        index.add_corpus(corpus, on_skip=lambda *_: None)
+        sections = index.count()
+    build_s = time.perf_counter() - start
+    visible = principal_tokens(Principal(user="bench", groups=["staff"]), AclPolicy())
+    with LocalIndex(target, read_only=True) as index:
+        times = _latencies(lambda q: index.search(q, k=8, visible=visible), questions, rounds)
+    return {"sections": sections, "build_s": build_s, "size_mb": index_size(target) / 1e6, "times": times}
+
+
+def postgres(corpus: Path, dsn_env: str, questions: list[str], rounds: int) -> dict[str, Any]:
+    import psycopg
+    from psycopg import sql
+
+    from evident.connectors.index.loaders import DEFAULT_LIMITS
+    from evident.connectors.postgres.connections import Connections
+    from evident.connectors.postgres.dsn import resolve_dsn
+    from evident.connectors.postgres.refresh import refresh
+    from evident.connectors.postgres.retriever import build_retriever
+    from evident.connectors.visibility import AclPolicy, principal_tokens
+    from evident.models import Principal
+
+    schema = f"scale_{corpus.stem.replace('-', '_')}"
+    dsn = resolve_dsn("bench", None, dsn_env)
+    with psycopg.connect(dsn.value(), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    start = time.perf_counter()
+    stats = refresh(Connections(dsn, connect_timeout_s=10, statement_timeout_ms=None), schema, "english", [corpus],
+                    limits=DEFAULT_LIMITS)  # fmt: skip
+    build_s = time.perf_counter() - start
+    with psycopg.connect(dsn.value(), autocommit=True) as conn:
+        conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(schema, "documents")))
+        size = conn.execute("SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n"
+                            " ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+                            (schema,)).fetchone()  # fmt: skip
+    retriever = build_retriever(dsn, schema=schema, config="english", k=8, source_name="bench", timeout_s=600,
+                                statement_timeout_ms=None)  # fmt: skip
+    visible = principal_tokens(Principal(user="bench", groups=["staff"]), AclPolicy())
+    times = _latencies(lambda q: retriever.search_visible(q, visible, None), questions, rounds)
+    retriever.close()
+    return {"sections": stats.documents, "build_s": build_s, "size_mb": int(size[0] or 0) / 1e6, "times": times}
+
+
+def _one(args: argparse.Namespace) -> None:
+    """The child process: one engine at one size; prints its figures as JSON."""
+    corpus, questions = Path(args.corpus), _questions(args.queries)
+    if args.one == "embedded":
+        with tempfile.TemporaryDirectory() as tmp:
+            out = embedded(corpus, Path(tmp), questions, args.rounds)
+    else:
+        out = postgres(corpus, args.dsn_env, questions, args.rounds)
+    out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--queries", type=int, default=70, help="how many example questions")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--dsn-env", default=None, help="environment variable holding a PostgreSQL connection string")
+    ap.add_argument("--engines", nargs="+", choices=["embedded", "postgres"], default=["embedded", "postgres"])
+    ap.add_argument("--one", choices=["embedded", "postgres"], help=argparse.SUPPRESS)
+    ap.add_argument("--corpus", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:
+        _one(args)
+        return 0
+
+    import os
+
+    server = None
+    env = dict(os.environ)
+    if "postgres" in args.engines and not args.dsn_env:
+        from tests.support.postgres import PostgresServer
+
+        server = PostgresServer.start()
+        env["EVIDENT_SCALE_DSN"], args.dsn_env = server.dsn(), "EVIDENT_SCALE_DSN"
+    print(describe(f"{args.queries} example questions x {args.rounds} rounds, k = 8, as a staff member, by words"))
+    rows: list[tuple[str, int, dict[str, Any]]] = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for size in args.sizes:
+                corpus = Path(tmp) / f"sections-{size}.jsonl"
+                mb = generate(size, corpus) / 1e6
+                print(f"{size:,} sections generated ({mb:.0f} MB of JSONL)", flush=True)
+                for engine in args.engines:
+                    command = [sys.executable, __file__, "--one", engine, "--corpus", str(corpus),
+                               "--queries", str(args.queries), "--rounds", str(args.rounds)]  # fmt: skip
+                    if args.dsn_env:
+                        command += ["--dsn-env", args.dsn_env]
+                    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+                    if done.returncode != 0:
+                        print(f"{engine} at {size:,}: failed: {done.stderr.strip()[-500:]}")
+                        continue
+                    rows.append((engine, size, json.loads(done.stdout.strip().splitlines()[-1])))
+                    print(f"{engine} at {size:,}: done", flush=True)
+                corpus.unlink()
+    finally:
+        if server is not None:
+            server.stop()
+    print("\n| engine | sections | build s | sections/s | size MB | query p50 ms | query p95 ms | peak RSS MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for engine, _, r in rows:
+        print(f"| {engine} | {r['sections']:,} | {r['build_s']:.1f} | {r['sections'] / r['build_s']:,.0f} | "
+              f"{r['size_mb']:.0f} | {percentile(r['times'], 50):.2f} | {percentile(r['times'], 95):.2f} | "
+              f"{r['max_rss_mb']:.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
