@@ -1,5 +1,6 @@
 """Routes served beside the LangGraph API (`http.app` in langgraph.json): the answer page at `/`
-(evident/web/page.py, with its Content-Security-Policy), health and version.
+(evident/web/page.py, with its Content-Security-Policy), health, version, and feedback on an answer
+(evident/web/feedback.py: only on the caller's own runs).
 
 The LangGraph server merges these routes into its own app, so `langgraph dev`, `langgraph up` and a
 LangGraph deployment all expose them next to `/runs`, `/assistants`, `/docs`. This app's middleware,
@@ -32,6 +33,7 @@ import evident
 from evident.context import ConfigError, EvidentContext
 from evident.web.auth import identify
 from evident.web.browser import BrowserGuard
+from evident.web.feedback import give_feedback
 from evident.web.gate import RequestGate
 from evident.web.page import routes as page_routes
 from evident.web.settings import server_settings
@@ -146,5 +148,6 @@ try:  # read now, at import, rather than on the event loop of the first request
 except ConfigError as exc:
     log.error("evident: %s: every request will be refused until it is fixed", exc)
 
-app = Starlette(routes=[*page_routes, Route("/health", health), Route("/version", version)], lifespan=lifespan,
-                middleware=[Middleware(BrowserGuard), Middleware(RequestGate)])
+FEEDBACK = Route("/threads/{thread_id}/runs/{run_id}/feedback", give_feedback, methods=["POST"])
+app = Starlette(routes=[*page_routes, Route("/health", health), Route("/version", version), FEEDBACK],
+                lifespan=lifespan, middleware=[Middleware(BrowserGuard), Middleware(RequestGate)])

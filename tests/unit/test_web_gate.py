@@ -103,4 +103,5 @@ def test_every_allowed_route_names_its_access() -> None:
         kinds.setdefault(route.access, []).append(route.path)
         assert route.methods and route.path.startswith("/")
     assert sorted(kinds["public"]) == ["/", "/health", "/ok", "/static/{path:path}"]
-    assert sorted(kinds["token"]) == ["/docs", "/info", "/openapi.json", "/version"]
+    assert sorted(kinds["token"]) == ["/docs", "/info", "/openapi.json", "/threads/{thread_id}/runs/{run_id}/feedback",
+                                      "/version"]
