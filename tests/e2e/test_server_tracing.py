@@ -12,8 +12,10 @@ from typing import Any
 import httpx
 import pytest
 from langgraph_sdk import get_sync_client
+from playwright.sync_api import expect
 
 from tests.e2e import dev_server
+from tests.e2e.chromium import Watched, ask
 from tests.e2e.corpus import SECRET_MARKERS, server_env
 from tests.e2e.dev_server import DevServer
 from tests.support.langsmith_server import LangSmithServer, metadata
@@ -107,3 +109,21 @@ def test_feedback_on_a_traced_run_goes_to_langsmith_on_that_run(traced_server: D
                          timeout=30)
     assert refused.status_code == 404
     assert len([f for f in langsmith_api.feedback if f.get("run_id") == run["run_id"]]) == 1
+
+
+def test_the_pages_feedback_reaches_langsmith_on_the_run_it_streamed(traced_server: DevServer,
+                                                                      langsmith_api: LangSmithServer,
+                                                                      desktop: Watched) -> None:
+    page = desktop.page
+    streamed: list[str] = []
+    page.on("response", lambda r: streamed.append(r.url) if r.url.endswith("/feedback") else None)
+    page.goto(f"{traced_server.url}/")
+    ask(page, "How many days do I have to submit an expense report after a trip?")
+    actions = page.locator("#answer-actions")
+    actions.get_by_role("button", name="Helpful", exact=True).click()
+    actions.get_by_role("button", name="Send feedback").click()
+    expect(actions.locator(".action-status")).to_contain_text("sent to LangSmith")
+    run_id = streamed[0].split("/runs/")[1].split("/")[0]
+    (sent,) = [f for f in langsmith_api.feedback if f.get("run_id") == run_id]
+    assert sent["score"] == 1 and sent["key"] == "user_score"
+    assert desktop.errors == [] and desktop.console == []
