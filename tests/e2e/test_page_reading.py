@@ -284,6 +284,11 @@ def test_feedback_is_kept_on_the_thread_without_langsmith(served: DevServer, des
     assert entry["score"] == 0 and entry["comment"] == comment
     assert metadata["owner"] == "anonymous"
     assert page.evaluate("window.__xss") is None and page.locator("img").count() == 0
+    # Asked again, the answer becomes an earlier turn that says its feedback was given, once.
+    ask(page, FOLLOW_UP)
+    expect(page.locator("#history .turn .action-status")).to_contain_text("kept with this conversation")
+    expect(page.locator("#history .turn button.vote")).to_have_count(0)
+    expect(page.locator("#answer-actions button.vote")).to_have_count(2)
 
 
 @pytest.fixture(scope="module")

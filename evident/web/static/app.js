@@ -156,6 +156,10 @@ function answerActions(turn) {
   const send = h("button", { type: "button", class: "small send" }, "Send feedback");
   const form = h("div", { class: "feedback-form" }, comment, send);
   show(form, false);
+  if (turn.feedback) { // given already (this answer was re-drawn as an earlier turn): said, not asked again
+    status.textContent = turn.feedback;
+    return append(bar, [status]);
+  }
   let score = null;
   for (const vote of [up, down]) {
     vote.addEventListener("click", () => {
@@ -173,9 +177,11 @@ function answerActions(turn) {
     try {
       const result = await sendFeedback({ threadId: turn.threadId, runId: turn.runId, score,
         comment: comment.value.trim().slice(0, MAX_COMMENT), token: $("token").value.trim() });
-      status.textContent = result?.stored === "langsmith" ? "Thank you: sent to LangSmith with this answer's trace."
+      turn.feedback = result?.stored === "langsmith" ? "Thank you: sent to LangSmith with this answer's trace."
         : "Thank you: kept with this conversation.";
+      status.textContent = turn.feedback;
       show(form, false);
+      up.disabled = down.disabled = true;
     } catch (error) {
       status.textContent = error instanceof HttpError ? `Feedback not taken: ${error.detail || `HTTP ${error.status}`}.`
         : "Feedback not sent: the server cannot be reached.";
