@@ -34,7 +34,7 @@ import pytest
 from evident.web.auth import token_digest
 from evident.web.unavailable import DETAIL
 from tests.e2e import dev_server
-from tests.e2e.corpus import Q, server_env
+from tests.e2e.corpus import HR_PAGE, HR_QUERY, SECRET_WORD, Q, server_env
 from tests.e2e.dev_server import DevServer
 from tests.support.llm import echo_responder
 from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
@@ -42,17 +42,6 @@ from tests.support.postgres import PostgresCluster
 from tests.support.redis_server import RedisServer
 
 HANA, SAM = "hana-token-1", "sam-token-2"
-SECRET_WORD = "BLUEHERON-7731"
-HR_PAGE = f"""---
-url: https://hr.example/code-words
-title: HR code words
-acl: group:hr
----
-# HR code words
-
-The HR escalation code word for 2025 is {SECRET_WORD}. It is used for confidential cases only.
-"""
-HR_QUERY = "What is the HR escalation code word for 2025?"
 FIRST = "How many days do I have to submit an expense report after a trip?"
 FOLLOW_UP = "And what about the receipts?"
 # What the model makes of the follow-up: it can only know the expense report from the thread's first turn.

@@ -22,21 +22,10 @@ import jwt
 import pytest
 
 from evident.web.auth import token_digest
-from tests.e2e.corpus import Q, server_env
+from tests.e2e.corpus import HR_PAGE, HR_QUERY, SECRET_WORD, Q, server_env
 from tests.e2e.deployments import SERVERS, deployment, detail
 from tests.e2e.dev_server import DevServer
 
-SECRET_WORD = "BLUEHERON-7731"
-HR_PAGE = f"""---
-url: https://hr.example/code-words
-title: HR code words
-acl: group:hr
----
-# HR code words
-
-The HR escalation code word for 2025 is {SECRET_WORD}. It is used for confidential cases only.
-"""
-HR_QUERY = "What is the HR escalation code word for 2025?"
 JWT_SECRET = "an-hs256-secret-only-the-identity-provider-and-evident-know"
 ISSUER, AUDIENCE = "https://idp.test", "evident"
 TOKENS = {"hr-token-1": ("hana", ["hr"]), "staff-token-2": ("sam", ["staff"])}
