@@ -20,6 +20,8 @@ need chromium chromium
 # a throwaway PostgreSQL 15 cluster (initdb/pg_ctl on loopback) and Redis, started by the tests themselves.
 need /usr/lib/postgresql/15/bin/initdb postgresql
 need redis-server redis-server
+# tests/e2e/test_replicas.py: deploy/nginx.conf, the compose file's reverse proxy, in front of the replicas.
+need nginx nginx-light
 # Playwright's bundled Node.js driver links libatomic, which a minimal Debian (no gcc) lacks.
 ldconfig -p 2>/dev/null | grep -q 'libatomic\.so\.1 ' || missing+=(libatomic1)
 

@@ -185,12 +185,24 @@ def _loopback(client: Any) -> bool:
         return False
 
 
+# Headers a reverse proxy adds. A request carrying one came through a proxy, so the loopback address it
+# arrived from is the proxy's, not the caller's: without authentication it is not served as "this machine".
+FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
+
+
+def direct_client(client: Any, headers: Mapping[Any, Any]) -> Any:
+    """The client address to trust as the caller's: None (no address, never loopback) for a forwarded
+    request, since a proxy on this machine would otherwise make every caller on the network local."""
+    return None if any(header(headers, name) is not None for name in FORWARDING_HEADERS) else client
+
+
 def identify(authorization: str | None, client: Any, settings: ServerSettings) -> dict[str, Any]:
     """The caller's identity (`identity`, `groups`) for these settings; raises 401/403 otherwise."""
     if not settings.auth_configured:
         if not settings.insecure and not _loopback(client):
             raise Auth.exceptions.HTTPException(
-                status_code=403, detail="authentication is not configured: only this machine may call the server")
+                status_code=403, detail="authentication is not configured: only this machine may call the server"
+                " (directly: a request through a reverse proxy needs authentication)")
         return {"identity": ANONYMOUS, "groups": [], "is_authenticated": False}
     scheme, _, token = (authorization or "").strip().partition(" ")
     token = token.strip()
@@ -223,7 +235,7 @@ def header(headers: Mapping[Any, Any], name: str) -> str | None:
 async def authenticate(headers: Mapping[Any, Any], scope: dict[str, Any] | None = None) -> dict[str, Any]:
     """The caller's identity. LangGraph's server passes `headers` and the ASGI `scope` by name; Aegra
     passes the headers only, so the client address is the one the gate admitted this request from."""
-    client = scope.get("client") if scope is not None else admitted_client.get()
+    client = direct_client(scope.get("client"), headers) if scope is not None else admitted_client.get()
     # In a worker thread: reading the token files is a blocking call the dev server refuses on its loop.
     return await asyncio.to_thread(_authenticate, header(headers, "authorization"), client)
 

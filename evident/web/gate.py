@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evident.context import ConfigError
 from evident.web.admitted import admitted_client
-from evident.web.auth import identify
+from evident.web.auth import direct_client, identify
 from evident.web.routes import ServedRoute, allowed_route, refused_routes, route_table
 from evident.web.settings import ServerSettings, server_settings
 
@@ -75,7 +75,7 @@ def log_route_table(app: object) -> None:
 def _authenticate(scope: Scope, settings: ServerSettings) -> None:
     # The same identity rules as the LangGraph API's own routes (evident/web/auth.py).
     try:
-        identify(_header(scope, b"authorization"), scope.get("client"), settings)
+        identify(_header(scope, b"authorization"), admitted_client.get(), settings)
     except Auth.exceptions.HTTPException as exc:
         raise Refusal(exc.status_code, str(exc.detail), dict(exc.headers or {})) from None
 
@@ -156,7 +156,7 @@ class RequestGate:
             settings = server_settings()
         except ConfigError as exc:  # fail closed: a server whose own settings are broken serves nothing
             raise Refusal(503, str(exc)) from None
-        admitted_client.set(scope.get("client"))
+        admitted_client.set(direct_client(scope.get("client"), dict(scope.get("headers") or ())))
         _declared_length(scope, settings.max_body_bytes)
         if route.access != "public" and method != "OPTIONS":
             await asyncio.to_thread(_authenticate, scope, settings)  # token files: no blocking on the loop

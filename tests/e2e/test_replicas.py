@@ -10,7 +10,8 @@ so that a follow-up is rewritten by the model from the thread's history. Its mig
 - a replica killed mid-run: the run is re-run by the other, the thread holds one question and one answer;
 - PostgreSQL stopped under load: requests fail with 503 (never a 500 or a cut-off body), and both
   replicas answer again once it is back, without a restart;
-- a bounded load over both replicas (40 runs; `benchmarks/server.py` measures 200): no errors.
+- a bounded load over both replicas (40 runs; `benchmarks/server.py` measures 200): no errors;
+- deploy/nginx.conf (the compose file's reverse proxy) in front of both: the page, streams, refusals.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from evident.web.unavailable import DETAIL
 from tests.e2e import dev_server
 from tests.e2e.corpus import HR_PAGE, HR_QUERY, SECRET_WORD, Q, server_env
 from tests.e2e.dev_server import DevServer
+from tests.support import nginx
 from tests.support.llm import echo_responder
 from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
 from tests.support.postgres import PostgresServer
@@ -258,3 +260,48 @@ def test_a_bounded_load_over_both_replicas_has_no_errors(replicas: Replicas) -> 
     with ThreadPoolExecutor(16) as pool:
         outcomes = Counter(pool.map(one, range(LOAD_RUNS)))
     assert outcomes == {"200:answered": LOAD_RUNS}
+
+
+@pytest.fixture(scope="module")
+def proxy(replicas: Replicas) -> Iterator[nginx.Nginx]:
+    if (problem := nginx.available()) is not None:
+        pytest.fail(problem)
+    upstreams = [server.url.removeprefix("http://") for server in replicas.servers]
+    with nginx.Nginx(upstreams, dev_server.free_port()) as running:
+        yield running
+
+
+def stream_events(url: str, token: str, body: dict[str, Any]) -> list[tuple[str, Any]]:
+    events: list[tuple[str, Any]] = []
+    event = ""
+    with httpx.stream("POST", url, json={"assistant_id": "evident", **body}, headers=bearer(token),
+                      timeout=RUN_TIMEOUT_S) as response:
+        assert response.status_code == 200, response.read()
+        for line in response.iter_lines():
+            if line.startswith("event:"):
+                event = line.removeprefix("event:").strip()
+            elif line.startswith("data:"):
+                events.append((event, json.loads(line.removeprefix("data:"))))
+    return events
+
+
+def test_the_compose_files_proxy_serves_the_page_streams_and_refuses_as_a_replica_does(
+        replicas: Replicas, proxy: nginx.Nginx) -> None:
+    page = httpx.get(f"{proxy.url}/", timeout=10)
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert httpx.get(f"{proxy.url}/ok", timeout=10).status_code == 200
+    refused = httpx.post(f"{proxy.url}/threads", json={}, timeout=10)
+    assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+    assert httpx.get(f"{proxy.url}/internal/truncate", headers=bearer(HANA), timeout=10).status_code == 404
+    # nginx refuses an oversize body itself (client_max_body_size), before any replica reads it.
+    huge = httpx.post(f"{proxy.url}/runs/wait", content=b"x" * (2 << 20), timeout=30,
+                      headers={**bearer(HANA), "content-type": "application/json"})
+    assert huge.status_code == 413
+    thread = httpx.post(f"{proxy.url}/threads", json={}, headers=bearer(HANA), timeout=10).json()["thread_id"]
+    events = stream_events(f"{proxy.url}/threads/{thread}/runs/stream", HANA,
+                           {"input": user(FIRST), "stream_mode": ["updates"]})
+    nodes = [next(iter(data)) for kind, data in events if kind == "updates" and isinstance(data, dict) and data]
+    assert events[0][0] == "metadata" and nodes[-1] == "postprocess", events
+    assert {"rewrite", "retrieve", "extract", "align", "generate"} <= set(nodes)
+    # The thread the proxy's replica wrote is the same on each replica behind it.
+    assert state_of(replicas.servers[0], HANA, thread) == state_of(replicas.servers[1], HANA, thread)

@@ -8,6 +8,8 @@ import socket
 import subprocess
 import time
 
+from tests.support import processes
+
 START_TIMEOUT_S = 30
 
 
@@ -46,13 +48,7 @@ class RedisServer:
             time.sleep(0.05)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        processes.stop(self.process)
 
     def __enter__(self) -> RedisServer:
         return self.start()

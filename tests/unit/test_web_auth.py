@@ -30,7 +30,7 @@ from evident.context import ConfigError
 from evident.web import auth as auth_module
 from evident.web import settings as web_settings
 from evident.web.admitted import admitted_client
-from evident.web.auth import check_settings, identify, owner_filter, token_digest
+from evident.web.auth import check_settings, direct_client, identify, owner_filter, token_digest
 from evident.web.browser import BrowserGuard
 from evident.web.settings import LOOPBACK_HOSTS, ServerSettings, host_name, load_server_settings
 
@@ -321,3 +321,17 @@ def test_host_parsing_is_strict(monkeypatch: pytest.MonkeyPatch, host: str) -> N
 def test_loopback_host_names_are_read_with_their_ports() -> None:
     assert [host_name(h) for h in ("localhost:2024", "LOCALHOST", "127.0.0.1:1", "[::1]:2024", "[::1]")] == [
         "localhost", "localhost", "127.0.0.1", "[::1]", "[::1]"]
+
+
+def test_a_forwarded_request_is_not_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A reverse proxy on the same machine connects from loopback for every caller on the network.
+    open_ = ServerSettings()
+    for name in ("X-Forwarded-For", "forwarded", "X-Real-IP"):
+        headers = {name.encode(): b"203.0.113.9"}
+        assert direct_client(LOOPBACK, headers) is None
+        with pytest.raises(Auth.exceptions.HTTPException) as refused:
+            _authenticate(monkeypatch, open_, headers=headers, scope={"client": LOOPBACK})
+        assert refused.value.status_code == 403
+        assert "reverse proxy" in str(refused.value.detail)
+    assert direct_client(LOOPBACK, {b"host": b"localhost"}) == LOOPBACK
+    assert _authenticate(monkeypatch, open_, headers={}, scope={"client": LOOPBACK})["identity"] == "anonymous"

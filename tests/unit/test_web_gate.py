@@ -115,3 +115,11 @@ def test_every_allowed_route_names_its_access() -> None:
         assert route.methods and route.path.startswith("/")
     assert sorted(kinds["public"]) == ["/", "/health", "/live", "/ok", "/ready", "/static/{path:path}"]
     assert sorted(kinds["token"]) == ["/docs", "/info", "/openapi.json", "/version"]
+
+
+def test_without_authentication_a_proxied_request_is_not_from_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gate, "server_settings", lambda: ServerSettings())
+    with TestClient(_app(), base_url="http://127.0.0.1:2024", client=("127.0.0.1", 5000)) as local:
+        assert local.post("/runs/wait", json={}).status_code == 200
+        proxied = local.post("/runs/wait", json={}, headers={"X-Forwarded-For": "203.0.113.9"})
+        assert proxied.status_code == 403 and "reverse proxy" in proxied.text
