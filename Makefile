@@ -1,10 +1,11 @@
-# The commands of the README: `make demo`, `make test` and `make serve`. All create .venv on first use.
+# The commands of the README: `make demo`, `make test` and `make serve`. All create .venv on first use
+# (`make test` also .venv-server, the Python 3.12 environment of the production server).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 QUESTION ?= How many days do I have to submit an expense report after a trip?
 
-.PHONY: demo test lint serve install install-dev install-serve clean eval-report test-real-model
+.PHONY: demo test lint serve install install-dev install-serve install-server clean eval-report test-real-model
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -28,15 +29,30 @@ $(VENV)/.installed-serve: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[serve]'
 	@touch $@
 
+# The production server (Aegra, `evident serve --database`) needs Python 3.12 or newer: its own venv, with
+# the project and the `server` extra (aegra-api pinned). The tests start its replicas from there.
+SERVER_PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.1[2-9]*/bin/python; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null \
+	&& { command -v $$p; break; }; done)
+SERVER_VENV := .venv-server
+
+$(SERVER_VENV)/.installed: pyproject.toml
+	@test -n "$(SERVER_PYTHON)" || { echo "Aegra needs Python 3.12 or newer: make SERVER_PYTHON=/path/to/python3.12 …"; exit 1; }
+	$(SERVER_PYTHON) -m venv $(SERVER_VENV)
+	$(SERVER_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SERVER_VENV)/bin/python -m pip install --quiet -e '.[server]'
+	@touch $@
+
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 install-serve: $(VENV)/.installed-serve
+install-server: $(SERVER_VENV)/.installed
 
 demo: install
 	$(BIN)/evident index examples/corpus
 	$(BIN)/evident ask "$(QUESTION)" --corpus examples/corpus
 
-test: install-dev lint
+test: install-dev install-server lint
 	bash scripts/test-deps.sh
 	$(BIN)/python -m pytest -q
 
@@ -64,4 +80,4 @@ test-real-model: install-dev
 	$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/real_model
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .langgraph_api
+	rm -rf $(VENV) $(SERVER_VENV) .pytest_cache .hypothesis .langgraph_api

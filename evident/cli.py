@@ -141,13 +141,23 @@ def serve(
     ] = None,
     insecure: Annotated[bool, typer.Option(
         "--insecure", help="Serve a non-loopback --host without authentication (everyone is anonymous).")] = False,
+    database: Annotated[str | None, typer.Option(
+        "--database", help="PostgreSQL URL for threads, runs and checkpoints: serve on Aegra (one replica).")] = None,
+    redis: Annotated[str | None, typer.Option(
+        "--redis", help="Redis URL that the replicas of one database share their runs through.")] = None,
+    migrate: Annotated[bool, typer.Option(
+        "--migrate/--no-migrate", help="Migrate the database at start (one replica of a deployment).")] = True,
+    migrate_only: Annotated[bool, typer.Option(
+        "--migrate-only", help="Migrate the database, then exit (the deployment's migration step).")] = False,
     json_out: JsonFlag = False,
 ) -> None:
-    """Serve the graph with the LangGraph API server (`langgraph dev`), offline: Studio API, /health, /version."""
+    """Serve the graph with the LangGraph API server, offline: `langgraph dev` in memory, or with --database
+    a replica of Aegra on PostgreSQL. Studio API, the page, /health, /version."""
     from evident.commands.serve import run
 
     raise typer.Exit(run(host=host, port=port, reload=reload, jobs=jobs, config=config, corpus=corpus,
-                         langgraph_config=langgraph_config, json_out=json_out, insecure=insecure))
+                         langgraph_config=langgraph_config, json_out=json_out, insecure=insecure,
+                         database=database, redis=redis, migrate=migrate, migrate_only=migrate_only))
 
 
 _DATASET_HELP = "JSONL of {id, query, answerable?, gold_urls, gold_evidence?, answer?, history?}."

@@ -16,8 +16,12 @@ need /usr/share/mediawiki/maintenance/install.php mediawiki
 need php php-cli
 php -m 2>/dev/null | grep -qx pdo_sqlite || missing+=(php-sqlite3)
 need chromium chromium
-# tests/integration/test_postgres_*.py: a throwaway PostgreSQL 15 cluster (initdb, pg_ctl) per test session.
+# tests/integration/test_postgres_*.py, tests/e2e/test_replicas.py and the Aegra deployments of the security tests:
+# a throwaway PostgreSQL 15 cluster (initdb/pg_ctl on loopback) and Redis, started by the tests themselves.
 need /usr/lib/postgresql/15/bin/initdb postgresql
+need redis-server redis-server
+# tests/e2e/test_replicas.py: deploy/nginx.conf, the compose file's reverse proxy, in front of the replicas.
+need nginx nginx-light
 # Playwright's bundled Node.js driver links libatomic, which a minimal Debian (no gcc) lacks.
 ldconfig -p 2>/dev/null | grep -q 'libatomic\.so\.1 ' || missing+=(libatomic1)
 

@@ -1,8 +1,10 @@
-"""`evident serve`: the EvidenT graph behind the LangGraph API server (`langgraph dev`), offline.
+"""`evident serve`: the EvidenT graph behind the LangGraph API server, offline.
 
-The process becomes `langgraph dev --no-browser` (exec, so signals and the exit status are the
-server's own) in the directory of the langgraph.json it serves, with the environment that keeps it
-from contacting anything: no CLI analytics, no version check, and no LangSmith tracing unless the
+The process becomes `langgraph dev --no-browser` (in memory, one process), or with a database
+(`--database`, `[server] database`) one Aegra replica keeping threads, runs and checkpoints in
+PostgreSQL (evident/commands/aegra.py). Either way it is an exec, so signals and the exit status are
+the server's own, in the directory of the langgraph.json it serves, with the environment that keeps
+it from contacting anything: no CLI analytics, no version check, and no LangSmith tracing unless the
 user configured tracing (LANGSMITH_TRACING=true and an API key).
 
 Without authentication configured (evident/web/settings.py) the server is for this machine only:
@@ -22,6 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from evident.commands import aegra
 from evident.commands.common import fail, warn
 from evident.context import PACKAGE_ROOT, ConfigError
 from evident.web.settings import ServerSettings, load_server_settings
@@ -178,16 +183,49 @@ def build_invocation(
 ) -> Invocation:
     """The `langgraph dev` command line for these options (no side effects but a generated config)."""
     lg_config = find_langgraph_config(langgraph_config) or _generated_config()
-    env, notes = server_environment(os.environ if base_env is None else base_env, config=config, corpus=corpus)
-    if insecure:
-        env["EVIDENT_INSECURE"] = "1"
-    if (names := served_host_names(host, env)) is not None:
-        env["EVIDENT_ALLOWED_HOSTS"] = names
+    env, notes = _deployment_environment(os.environ if base_env is None else base_env, host=host, config=config,
+                                         corpus=corpus, insecure=insecure)
     argv = [executable, "dev", "--no-browser", "--config", str(lg_config), "--host", host, "--port", str(port),
             "--n-jobs-per-worker", str(jobs)]
     if not reload:
         argv.append("--no-reload")
     return Invocation(argv=argv, env=env, cwd=lg_config.parent, url=f"http://{host}:{port}", notes=notes)
+
+
+def build_aegra_invocation(
+    *,
+    database: str,
+    redis: str | None = None,
+    migrate: bool = True,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    jobs: int = DEFAULT_JOBS,
+    config: Path | None = None,
+    corpus: list[Path] | None = None,
+    langgraph_config: Path | None = None,
+    python: str = sys.executable,
+    base_env: Mapping[str, str] | None = None,
+    insecure: bool = False,
+) -> Invocation:
+    """One Aegra replica for these options (no side effects but a generated config)."""
+    lg_config = find_langgraph_config(langgraph_config) or aegra.generated_config()
+    base = aegra.aegra_environment(os.environ if base_env is None else base_env, langgraph_config=lg_config,
+                                   database=database, redis=redis, migrate=migrate, jobs=jobs)
+    env, notes = _deployment_environment(base, host=host, config=config, corpus=corpus, insecure=insecure)
+    if redis is None:
+        notes.append("no --redis: this replica runs its runs itself; several replicas of one database need Redis")
+    return Invocation(argv=aegra.aegra_argv(python, host=host, port=port), env=env, cwd=lg_config.parent,
+                      url=f"http://{host}:{port}", notes=notes)
+
+
+def _deployment_environment(base: Mapping[str, str], *, host: str, config: Path | None, corpus: list[Path] | None,
+                            insecure: bool) -> tuple[dict[str, str], list[str]]:
+    env, notes = server_environment(base, config=config, corpus=corpus)
+    if insecure:
+        env["EVIDENT_INSECURE"] = "1"
+    if (names := served_host_names(host, env)) is not None:
+        env["EVIDENT_ALLOWED_HOSTS"] = names
+    return env, notes
 
 
 def run(
@@ -201,6 +239,10 @@ def run(
     langgraph_config: Path | None,
     json_out: bool,
     insecure: bool = False,
+    database: str | None = None,
+    redis: str | None = None,
+    migrate: bool = True,
+    migrate_only: bool = False,
 ) -> int:
     if config is not None and not config.is_file():
         fail("serve", f"{config}: config file not found")
@@ -210,25 +252,38 @@ def run(
     if langgraph_config is not None and not langgraph_config.is_file():
         fail("serve", f"{langgraph_config}: no such file")
     settings = _server_settings(config)
+    database, redis = _storage(settings, database, redis, reload=reload, migrate=migrate, migrate_only=migrate_only)
+    if database is not None and migrate_only:
+        return _migrate(database)
     auth_configured = settings.auth_configured
     problem = check_exposure(host, insecure=insecure, auth_configured=auth_configured)
     if problem:
         fail("serve", problem)
-    executable = langgraph_executable()
-    if executable is None:
-        fail("serve", f"the LangGraph server is not installed: {INSTALL_HINT}")
-    inv = build_invocation(host=host, port=port, reload=reload, jobs=jobs, config=config, corpus=corpus,
-                           langgraph_config=langgraph_config, executable=executable, insecure=insecure)
+    if database is not None:
+        inv = build_aegra_invocation(database=database, redis=redis, migrate=migrate, host=host, port=port,
+                                     jobs=jobs, config=config, corpus=corpus, langgraph_config=langgraph_config,
+                                     insecure=insecure)
+        served_config = inv.env["AEGRA_CONFIG"]
+    else:
+        executable = langgraph_executable()
+        if executable is None:
+            fail("serve", f"the LangGraph server is not installed: {INSTALL_HINT}")
+        inv = build_invocation(host=host, port=port, reload=reload, jobs=jobs, config=config, corpus=corpus,
+                               langgraph_config=langgraph_config, executable=executable, insecure=insecure)
+        served_config = inv.argv[inv.argv.index("--config") + 1]
     if insecure and not auth_configured and not is_loopback(host):
         warn("serve", INSECURE_WARNING.format(host=host))
     if is_wildcard(host) and not settings.allowed_hosts:
         warn("serve", WILDCARD_WARNING.format(host=host))
+    server = "langgraph-dev" if database is None else "aegra"
     info = {"url": inv.url, "api_docs": f"{inv.url}/docs", "health": f"{inv.url}/health",
-            "assistant_id": "evident", "langgraph_config": inv.argv[inv.argv.index("--config") + 1]}
+            "assistant_id": "evident", "langgraph_config": served_config, "server": server,
+            "replicas_share_runs": redis is not None}
     if json_out:
         print(json.dumps(info), flush=True)
     else:
-        print(f"evident serve: {inv.url} (API docs {inv.url}/docs, health {inv.url}/health)", file=sys.stderr)
+        where = "" if database is None else " on Aegra, threads and runs in PostgreSQL"
+        print(f"evident serve: {inv.url}{where} (API docs {inv.url}/docs, health {inv.url}/health)", file=sys.stderr)
     for note in inv.notes:
         if "stays off" in note:
             warn("serve", note)
@@ -238,5 +293,41 @@ def run(
     sys.stderr.flush()
     if os.name == "posix":
         os.chdir(inv.cwd)
-        os.execve(executable, inv.argv, inv.env)  # never returns
+        os.execve(inv.argv[0], inv.argv, inv.env)  # never returns
     return subprocess.call(inv.argv, env=inv.env, cwd=inv.cwd)  # pragma: no cover - Windows
+
+
+def _storage(settings: ServerSettings, database: str | None, redis: str | None, *, reload: bool, migrate: bool,
+             migrate_only: bool) -> tuple[str | None, str | None]:
+    """Where threads and runs are kept: the options, else `[server] database` / `redis` (checked the same
+    way); None for the development server's memory. Options that need a database end here without one."""
+    if database is not None or redis is not None:
+        try:
+            checked = ServerSettings(database=database, redis=redis)
+        except ValidationError as exc:
+            fail("serve", str(exc.errors()[0]["msg"]).removeprefix("Value error, "))
+        database, redis = checked.database, checked.redis
+    database = database or settings.database
+    redis = redis or settings.redis
+    if database is None:
+        if redis is not None:
+            fail("serve", "--redis shares the runs of one database between replicas: give --database too")
+        if migrate_only or not migrate:
+            fail("serve", "--migrate-only and --no-migrate are for a database: give --database too")
+        return None, None
+    if reload:
+        fail("serve", "--reload is for the development server (without --database)")
+    if (problem := aegra.missing()) is not None:
+        fail("serve", problem)
+    return database, redis
+
+
+def _migrate(database: str) -> int:
+    try:
+        aegra.run_migrations(database)
+    except Exception as exc:  # the database's own message (it names no password), then exit 1
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"evident serve: the database could not be migrated: {reason}", file=sys.stderr)
+        return 1
+    print("evident serve: the database is at Aegra's current schema", file=sys.stderr)
+    return 0

@@ -1,11 +1,13 @@
 """Routes served beside the LangGraph API (`http.app` in langgraph.json): the answer page at `/`
-(evident/web/page.py, with its Content-Security-Policy), health, version, and feedback on an answer
-(evident/web/feedback.py: only on the caller's own runs).
+(evident/web/page.py, with its Content-Security-Policy), health, version, liveness, and feedback on an
+answer (evident/web/feedback.py: only on the caller's own runs).
 
-The LangGraph server merges these routes into its own app, so `langgraph dev`, `langgraph up` and a
-LangGraph deployment all expose them next to `/runs`, `/assistants`, `/docs`. This app's middleware,
-`BrowserGuard` (evident/web/browser.py), wraps the whole server: the LangGraph server applies it
-before its own.
+The server that hosts the graph adds its API to this app: `langgraph dev`, `langgraph up` and a
+LangGraph deployment (which accept any Starlette app) and Aegra (which requires a FastAPI app, and
+adds its own routes and middleware to this very object). This app's middleware, `BrowserGuard`
+(evident/web/browser.py), `RequestGate` (evident/web/gate.py) and `HeldWhileWaiting`
+(evident/web/unavailable.py), wraps the whole server in both: `GuardedApp` keeps them outermost
+whatever middleware the host adds after them.
 
 Endpoints are plain functions: Starlette runs them in its thread pool, which matters because reading
 settings touches files and the LangGraph dev server refuses blocking calls on its event loop.
@@ -22,12 +24,13 @@ from contextlib import asynccontextmanager
 from importlib import metadata
 from typing import Any
 
+from fastapi import FastAPI
 from langgraph_sdk import Auth
-from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 import evident
 from evident.context import ConfigError, EvidentContext
@@ -37,6 +40,7 @@ from evident.web.feedback import give_feedback
 from evident.web.gate import RequestGate
 from evident.web.page import routes as page_routes
 from evident.web.settings import server_settings
+from evident.web.unavailable import HeldWhileWaiting, unavailable_handlers
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +67,14 @@ def _warm_up() -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def lifespan(app: Starlette) -> AsyncIterator[None]:
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.retriever = await asyncio.to_thread(_warm_up)
     yield
+
+
+def ok(request: Request) -> JSONResponse:
+    """Liveness: the process answers. `langgraph dev` serves its own `/ok` first; Aegra has none."""
+    return JSONResponse({"ok": True})
 
 
 def health(request: Request) -> JSONResponse:
@@ -149,5 +158,32 @@ except ConfigError as exc:
     log.error("evident: %s: every request will be refused until it is fixed", exc)
 
 FEEDBACK = Route("/threads/{thread_id}/runs/{run_id}/feedback", give_feedback, methods=["POST"])
-app = Starlette(routes=[*page_routes, Route("/health", health), Route("/version", version), FEEDBACK],
-                lifespan=lifespan, middleware=[Middleware(BrowserGuard), Middleware(RequestGate)])
+GUARDS = (BrowserGuard, RequestGate, HeldWhileWaiting)
+
+
+def _guard(middleware: Middleware) -> bool:
+    factory: object = middleware.cls
+    return factory in GUARDS
+
+
+class GuardedApp(FastAPI):
+    """A FastAPI app whose own guards stay the outermost middleware.
+
+    A host that adds middleware to this app puts it outside ours (Starlette's `add_middleware`
+    inserts at the front): Aegra adds a CORS middleware that answers preflights itself, and a
+    middleware that rewrites `text/plain` bodies to JSON. The browser and route checks must see
+    every request before either does, as they do under `langgraph dev`."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        ours = [m for m in self.user_middleware if _guard(m)]
+        self.user_middleware = [*ours, *(m for m in self.user_middleware if not _guard(m))]
+        return super().build_middleware_stack()
+
+
+# FastAPI's own /docs and /openapi.json stay: under `langgraph dev` the server's routes of those names
+# come first, under Aegra these describe its whole API. Its other documentation routes are not served.
+app = GuardedApp(title="EvidenT", version=evident.__version__, lifespan=lifespan, redoc_url=None,
+                 swagger_ui_oauth2_redirect_url=None, exception_handlers=unavailable_handlers(),
+                 routes=[*page_routes, Route("/ok", ok), Route("/health", health), Route("/version", version),
+                         FEEDBACK],
+                 middleware=[Middleware(guard) for guard in GUARDS])

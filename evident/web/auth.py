@@ -2,7 +2,10 @@
 
 LangGraph custom auth (`auth.path` in langgraph.json): `authenticate` turns a request into an
 identity, and the `@auth.on` handler runs before the server touches any thread, run, assistant,
-cron or store item.
+cron or store item. Both servers that load it call these handlers, each its own way: `langgraph dev`
+(and LangGraph's platform) pass `authenticate` the parameters it names (`headers`, `scope`) and
+`@auth.on` a run's request under `kwargs`; Aegra passes one dict of headers, and a run's request
+fields themselves. The handlers read either.
 
 - **Identity.** With authentication configured (evident/web/settings.py), a request needs
   `Authorization: Bearer <token>`: a token of the tokens file (stored as SHA-256 digests, compared
@@ -43,6 +46,7 @@ from evident.context import (
 )
 from evident.conversation.messages import size_of
 from evident.conversation.rule import oversized, query_too_long
+from evident.web.admitted import admitted_client
 from evident.web.settings import ServerSettings, server_settings
 
 ANONYMOUS = "anonymous"
@@ -181,12 +185,24 @@ def _loopback(client: Any) -> bool:
         return False
 
 
+# Headers a reverse proxy adds. A request carrying one came through a proxy, so the loopback address it
+# arrived from is the proxy's, not the caller's: without authentication it is not served as "this machine".
+FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
+
+
+def direct_client(client: Any, headers: Mapping[Any, Any]) -> Any:
+    """The client address to trust as the caller's: None (no address, never loopback) for a forwarded
+    request, since a proxy on this machine would otherwise make every caller on the network local."""
+    return None if any(header(headers, name) is not None for name in FORWARDING_HEADERS) else client
+
+
 def identify(authorization: str | None, client: Any, settings: ServerSettings) -> dict[str, Any]:
     """The caller's identity (`identity`, `groups`) for these settings; raises 401/403 otherwise."""
     if not settings.auth_configured:
         if not settings.insecure and not _loopback(client):
             raise Auth.exceptions.HTTPException(
-                status_code=403, detail="authentication is not configured: only this machine may call the server")
+                status_code=403, detail="authentication is not configured: only this machine may call the server"
+                " (directly: a request through a reverse proxy needs authentication)")
         return {"identity": ANONYMOUS, "groups": [], "is_authenticated": False}
     scheme, _, token = (authorization or "").strip().partition(" ")
     token = token.strip()
@@ -206,32 +222,61 @@ def identify(authorization: str | None, client: Any, settings: ServerSettings) -
     return {**found, "is_authenticated": True}
 
 
+def header(headers: Mapping[Any, Any], name: str) -> str | None:
+    """One header of `headers` (bytes keys and values from LangGraph's server, str from Aegra's)."""
+    for key, value in headers.items():
+        text = key.decode("latin-1") if isinstance(key, bytes) else str(key)
+        if text.lower() == name:
+            return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+    return None
+
+
 @auth.authenticate
-async def authenticate(authorization: str | None, scope: dict[str, Any]) -> dict[str, Any]:
+async def authenticate(headers: Mapping[Any, Any], scope: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The caller's identity. LangGraph's server passes `headers` and the ASGI `scope` by name; Aegra
+    passes the headers only, so the client address is the one the gate admitted this request from."""
+    client = direct_client(scope.get("client"), headers) if scope is not None else admitted_client.get()
     # In a worker thread: reading the token files is a blocking call the dev server refuses on its loop.
-    return await asyncio.to_thread(_authenticate, authorization, scope)
+    return await asyncio.to_thread(_authenticate, header(headers, "authorization"), client)
 
 
-def _authenticate(authorization: str | None, scope: dict[str, Any]) -> dict[str, Any]:
+def _authenticate(authorization: str | None, client: Any) -> dict[str, Any]:
     try:
         settings = server_settings()
     except ConfigError as exc:
         raise Auth.exceptions.HTTPException(status_code=503, detail=str(exc)) from None
-    return identify(authorization, scope.get("client"), settings)
+    return identify(authorization, client, settings)
 
 
 # -- what each caller may do -----------------------------------------------------------------------------
 
 
+def _configurable(value: Mapping[str, Any]) -> Any:
+    config = value.get("config")
+    return config.get("configurable") if isinstance(config, Mapping) else None
+
+
+def _run_kwargs(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    kwargs = value.get("kwargs")
+    return kwargs if isinstance(kwargs, Mapping) else {}
+
+
 def _requested_settings(resource: str, action: str, value: Mapping[str, Any]) -> list[Any]:
-    """The settings objects a request carries for this action."""
+    """The settings objects a request carries for this action, in either server's shape."""
     if resource == "threads" and action == "create_run":
-        kwargs = value.get("kwargs") or {}
-        # The server mirrors `config.configurable` into `context` when no context was given.
-        return [kwargs.get("context")]
+        # LangGraph's server: under `kwargs`, where it has mirrored a sent `config.configurable` into
+        # `context` and then added its own keys to `configurable`. Aegra: the request's own `context` and
+        # `config.configurable` (it mirrors one into the other later). Each shape lacks the other's keys,
+        # so reading all three places misses nothing in either.
+        return [_run_kwargs(value).get("context"), value.get("context"), _configurable(value)]
     if resource == "assistants" and action in ("create", "update"):
-        return [value.get("context"), (value.get("config") or {}).get("configurable")]
+        return [value.get("context"), _configurable(value)]
     return []
+
+
+def _run_inputs(value: Mapping[str, Any]) -> list[Any]:
+    """A run's input: under `kwargs` (LangGraph's server) or at the top (Aegra)."""
+    return [_run_kwargs(value).get("input"), value.get("input")]
 
 
 def oversized_input(value: Any, ctx: EvidentContext) -> str | None:
@@ -322,9 +367,10 @@ def check_settings(resource: str, action: str, value: Mapping[str, Any]) -> None
             deployment = ContextWithDefaults()
         except ConfigError as exc:
             raise Auth.exceptions.HTTPException(status_code=503, detail=str(exc)) from None
-        problem = oversized_input((value.get("kwargs") or {}).get("input"), deployment)
-        if problem is not None:
-            raise Auth.exceptions.HTTPException(status_code=422, detail=problem)
+        for run_input in _run_inputs(value):
+            problem = oversized_input(run_input, deployment)
+            if problem is not None:
+                raise Auth.exceptions.HTTPException(status_code=422, detail=problem)
 
 
 def owner_filter(resource: str, action: str, identity: str, value: dict[str, Any]) -> dict[str, Any] | bool:

@@ -7,8 +7,12 @@ the LangGraph server registers, its meta and development routes included:
 - **Routes are denied by default.** A path and method that `evident/web/routes.py` does not list
   get 404, for every caller and in every mode, before any route runs. At start-up the gate logs the
   server's routes that it refuses, so an operator sees what a LangGraph upgrade added.
-- **Routes outside LangGraph's auth** (`token` in the allowlist: /version, /info, /docs,
-  /openapi.json) need the same authentication as the API when it is configured.
+- **Every route but the public ones is authenticated here**, with the rules of the API's own
+  handler (evident/web/auth.py): routes outside the server's auth (`token` in the allowlist:
+  /version, /info, /docs, /openapi.json), and the API's routes too, so that a refusal keeps its
+  status and `WWW-Authenticate` whichever server hosts the app (Aegra answers every exception of
+  the handler with a bare 401). The client address it admitted is kept for the handler
+  (`admitted_client`): Aegra calls the handler with the headers alone.
 - **Every request body is bounded whole** (`max_body_bytes`, default 1 MiB) before any route parses
   it: a larger `Content-Length` is refused at once with 413, and a body without one (chunked) is
   read up to the bound and refused as soon as it passes it. What is under the bound is replayed to
@@ -26,7 +30,8 @@ from langgraph_sdk import Auth
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evident.context import ConfigError
-from evident.web.auth import identify
+from evident.web.admitted import admitted_client
+from evident.web.auth import direct_client, identify
 from evident.web.routes import ServedRoute, allowed_route, refused_routes, route_table
 from evident.web.settings import ServerSettings, server_settings
 
@@ -70,7 +75,7 @@ def log_route_table(app: object) -> None:
 def _authenticate(scope: Scope, settings: ServerSettings) -> None:
     # The same identity rules as the LangGraph API's own routes (evident/web/auth.py).
     try:
-        identify(_header(scope, b"authorization"), scope.get("client"), settings)
+        identify(_header(scope, b"authorization"), admitted_client.get(), settings)
     except Auth.exceptions.HTTPException as exc:
         raise Refusal(exc.status_code, str(exc.detail), dict(exc.headers or {})) from None
 
@@ -118,7 +123,8 @@ def replaying(body: bytes, receive: Receive) -> Receive:
 
 
 class RequestGate:
-    """ASGI middleware: the route allowlist, the body bound, and authentication of `token` routes."""
+    """ASGI middleware: the route allowlist, the body bound, and authentication of every route that is
+    not public."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -150,9 +156,10 @@ class RequestGate:
             settings = server_settings()
         except ConfigError as exc:  # fail closed: a server whose own settings are broken serves nothing
             raise Refusal(503, str(exc)) from None
-        if route.access == "token" and method != "OPTIONS":
-            await asyncio.to_thread(_authenticate, scope, settings)  # token files: no blocking on the loop
+        admitted_client.set(direct_client(scope.get("client"), dict(scope.get("headers") or ())))
         _declared_length(scope, settings.max_body_bytes)
+        if route.access != "public" and method != "OPTIONS":
+            await asyncio.to_thread(_authenticate, scope, settings)  # token files: no blocking on the loop
         has_body = _header(scope, b"content-length") not in (None, "0") or _header(scope, b"transfer-encoding")
         if method in _BODILESS and not has_body:
             return receive

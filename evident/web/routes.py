@@ -9,13 +9,14 @@ refuses the rest before any route runs.
 
 Each allowed route says who may call it:
 
-- `langgraph`: a LangGraph API route behind its auth middleware, where `evident/web/auth.py`
-  authenticates the caller and filters what they see;
-- `token`: a route outside that middleware (ours, or a LangGraph meta route) that needs the same
-  authentication when it is configured; the guard checks it itself;
-- `public`: answers without a token: liveness (`/ok`), the page and its static files (they hold no
-  data: the page asks with the user's own token), and `/health`, which without a token says only
-  whether the server is up and how to authenticate (evident/web/app.py).
+- `langgraph`: a LangGraph API route behind the server's auth, where `evident/web/auth.py`
+  authenticates the caller and filters what they see (the gate authenticates it first as well);
+- `token`: a route outside that auth (ours, or a server's meta route) that needs the same
+  authentication when it is configured; the gate checks it itself;
+- `public`: answers without a token: liveness (`/ok`; Aegra's `/live`, and its `/ready`, which says
+  whether its database answers), the page and its static files (they hold no data: the page asks
+  with the user's own token), and `/health`, which without a token says only whether the server is
+  up and how to authenticate (evident/web/app.py).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def _api(path: str, *methods: str) -> AllowedRoute:
 # assistants, threads and runs. Crons and the store are refused by the auth handler and left out here.
 ALLOWED: tuple[AllowedRoute, ...] = (
     _route("public", "/ok", GET),
+    _route("public", "/live", GET),
+    _route("public", "/ready", GET),
     _route("public", "/health", GET),
     _route("public", "/", GET),
     _route("public", "/static/{path:path}", GET),
@@ -134,8 +137,14 @@ class ServedRoute:
 
 
 def route_table(routes: Iterable[Any], prefix: str = "") -> Iterator[ServedRoute]:
-    """Every route of a Starlette app's route list, mounts walked into, in the order they are matched."""
+    """Every route of a Starlette app's route list, mounts and FastAPI's included routers walked into, in
+    the order they are matched."""
     for route in routes:
+        included = getattr(route, "original_router", None)
+        if included is not None:  # FastAPI keeps an included router whole, its prefix beside it
+            context = getattr(route, "include_context", None)
+            yield from route_table(included.routes, prefix + str(getattr(context, "prefix", "") or ""))
+            continue
         path = prefix + str(getattr(route, "path", ""))
         inner = getattr(route, "routes", None)
         if inner:

@@ -1,4 +1,5 @@
-"""The server's own settings: authentication, browser origins, allowed host names.
+"""The server's own settings: authentication, browser origins, allowed host names, and where a
+production server keeps its threads and runs.
 
 They come from the deployment only: the `[server]` section of `evident.toml` (relative paths are
 relative to that file) and environment variables, which win. They are never a query setting, so a
@@ -19,6 +20,8 @@ request cannot see or change them.
 | `insecure` | `EVIDENT_INSECURE` | anonymous access from other machines (`evident serve --insecure`) |
 | `max_body_bytes` | `EVIDENT_MAX_BODY_BYTES` | the largest request body of any route (default 1 MiB) |
 | `max_metadata_bytes` | `EVIDENT_MAX_METADATA_BYTES` | the largest thread, run or assistant `metadata` (JSON; 16 KiB) |
+| `database` | `EVIDENT_DATABASE_URL` | PostgreSQL for threads, runs and checkpoints: `evident serve` runs Aegra |
+| `redis` | `EVIDENT_REDIS_URL` | Redis that the replicas of one database share their runs through |
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
 # optional port. Nothing else is parsed leniently: `localhost:2024@evil.test` names no host at all.
 _HOST = re.compile(r"(?P<name>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)"
                    r"(?::(?P<port>[0-9]{1,5}))?")
+DATABASE_SCHEMES = ("postgresql://", "postgres://")
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 DEFAULT_MAX_METADATA_BYTES = 16 << 10
 
@@ -56,6 +61,8 @@ _ENV = {
     "EVIDENT_INSECURE": "insecure",
     "EVIDENT_MAX_BODY_BYTES": "max_body_bytes",
     "EVIDENT_MAX_METADATA_BYTES": "max_metadata_bytes",
+    "EVIDENT_DATABASE_URL": "database",
+    "EVIDENT_REDIS_URL": "redis",
 }
 _PATHS = ("tokens_file", "jwt_key_file", "jwt_jwks_file")
 _LISTS = ("jwt_algorithms", "cors_origins", "allowed_hosts")
@@ -79,6 +86,8 @@ class ServerSettings(BaseModel):
     insecure: bool = False
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024, le=1 << 30)
     max_metadata_bytes: int = Field(DEFAULT_MAX_METADATA_BYTES, ge=256, le=1 << 24)
+    database: str | None = None
+    redis: str | None = None
 
     @field_validator(*_LISTS, mode="before")
     @classmethod
@@ -93,6 +102,20 @@ class ServerSettings(BaseModel):
         if any("*" in origin for origin in v):
             raise ValueError("list the origins that may call the server; a wildcard is not accepted")
         return [origin.rstrip("/") for origin in v]
+
+    @field_validator("database")
+    @classmethod
+    def _postgresql(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(DATABASE_SCHEMES):
+            raise ValueError("a PostgreSQL URL is needed: postgresql://USER:PASSWORD@HOST:PORT/DATABASE")
+        return v
+
+    @field_validator("redis")
+    @classmethod
+    def _redis(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(REDIS_SCHEMES):
+            raise ValueError("a Redis URL is needed: redis://HOST:PORT/DB (rediss:// for TLS)")
+        return v
 
     @field_validator("jwt_algorithms")
     @classmethod

@@ -5,6 +5,8 @@ costs seconds to start, Chromium about one.
   tests/e2e/corpus.py's HR folder; `langsmith_api` is where its LangSmith traffic would go.
 - `model` and `served_llm`: a scripted OpenAI-compatible model on loopback, and a deployment that uses it.
 - `playwright`, `browser`, `desktop` and `phone`: Debian's Chromium and a watched page at two sizes.
+- `redis`: a Redis on loopback beside tests/conftest.py's `postgres`, for the Aegra
+  deployments (tests/e2e/deployments.py, tests/e2e/test_replicas.py); started only when one is asked for.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from playwright.sync_api import Browser, Playwright, sync_playwright
 from tests.e2e import dev_server
 from tests.e2e.chromium import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, Watched
 from tests.e2e.corpus import server_env
-from tests.e2e.dev_server import DevServer
+from tests.e2e.dev_server import DevServer, free_port
+from tests.support import redis_server
 from tests.support.langsmith_server import LangSmithServer
 from tests.support.openai_server import OpenAIServer
+from tests.support.redis_server import RedisServer
 
 # -- deployments -------------------------------------------------------------------------------------
 
@@ -55,6 +59,17 @@ def served_llm(tmp_path_factory: pytest.TempPathFactory, examples: Path, model: 
 def _deployment(root: Path, examples: Path, **env: str) -> Iterator[DevServer]:
     """A real `langgraph dev` server over the examples, with the deployment's own environment `env`."""
     with dev_server.running(root / "server", env=server_env(root, examples, **env)) as server:
+        yield server
+
+
+# -- what a production server keeps its threads and runs in -------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def redis() -> Iterator[RedisServer]:
+    if (problem := redis_server.available()) is not None:
+        pytest.fail(problem)
+    with RedisServer(free_port()) as server:
         yield server
 
 

@@ -1,5 +1,6 @@
 """What the e2e deployments serve: the bundled examples plus an HR folder with one restricted page
-(`acl: group:executives`) that no anonymous caller may see, and the question they are asked."""
+(`acl: group:executives`) that no anonymous caller may see, the question they are asked, and the HR
+code-word page of the deployments with authentication."""
 
 from __future__ import annotations
 
@@ -27,6 +28,20 @@ title: Staff bonus
 
 The annual bonus for staff is paid in March. The staff bonus pool is set by the board each year.
 """
+
+
+# A page only `group:hr` may read, for the deployments with authentication (its word must never reach others).
+SECRET_WORD = "BLUEHERON-7731"
+HR_PAGE = f"""---
+url: https://hr.example/code-words
+title: HR code words
+acl: group:hr
+---
+# HR code words
+
+The HR escalation code word for 2025 is {SECRET_WORD}. It is used for confidential cases only.
+"""
+HR_QUERY = "What is the HR escalation code word for 2025?"
 
 
 def write_hr_corpus(folder: Path) -> Path:

@@ -1,8 +1,9 @@
-"""The attacks of issue 9, each against a real `langgraph dev` server on 127.0.0.1 over real HTTP.
+"""The attacks of issue 9, each against a real server on 127.0.0.1 over real HTTP: `langgraph dev`, and
+Aegra on PostgreSQL (tests/e2e/deployments.py), every test on both.
 
-Two servers: `served` (tests/e2e/conftest.py), the developer's default, without authentication
-(loopback only, everyone anonymous), and `secured`, with a tokens file and HS256 JWTs. Each test
-names the attack it replays; docs/security.md lists them with the defence each one checks.
+Two deployments: `served`, the developer's default, without authentication (loopback only, everyone
+anonymous), and `secured`, with a tokens file and HS256 JWTs. Each test names the attack it replays;
+docs/security.md lists them with the defence each one checks.
 """
 
 from __future__ import annotations
@@ -21,21 +22,10 @@ import jwt
 import pytest
 
 from evident.web.auth import token_digest
-from tests.e2e import dev_server
-from tests.e2e.corpus import Q, server_env
+from tests.e2e.corpus import HR_PAGE, HR_QUERY, SECRET_WORD, Q, server_env
+from tests.e2e.deployments import SERVERS, deployment, detail
 from tests.e2e.dev_server import DevServer
 
-SECRET_WORD = "BLUEHERON-7731"
-HR_PAGE = f"""---
-url: https://hr.example/code-words
-title: HR code words
-acl: group:hr
----
-# HR code words
-
-The HR escalation code word for 2025 is {SECRET_WORD}. It is used for confidential cases only.
-"""
-HR_QUERY = "What is the HR escalation code word for 2025?"
 JWT_SECRET = "an-hs256-secret-only-the-identity-provider-and-evident-know"
 ISSUER, AUDIENCE = "https://idp.test", "evident"
 TOKENS = {"hr-token-1": ("hana", ["hr"]), "staff-token-2": ("sam", ["staff"])}
@@ -75,8 +65,21 @@ def listener() -> Iterator[Listener]:
     found.close()
 
 
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory, examples: Path) -> Iterator[DevServer]:
+@pytest.fixture(scope="module", params=SERVERS)
+def served(request: pytest.FixtureRequest, served: DevServer, tmp_path_factory: pytest.TempPathFactory,
+           examples: Path) -> Iterator[DevServer]:
+    """The session's `langgraph dev` deployment (tests/e2e/conftest.py), or the same on Aegra."""
+    if request.param != "aegra":
+        yield served
+        return
+    root = tmp_path_factory.mktemp("served-aegra")
+    with deployment(request, root / "server", server_env(root, examples)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module", params=SERVERS)
+def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+            examples: Path) -> Iterator[DevServer]:
     root = tmp_path_factory.mktemp("secured")
     (root / "hr-only").mkdir()
     (root / "hr-only" / "code-words.md").write_text(HR_PAGE, encoding="utf-8")
@@ -89,7 +92,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory, examples: Path) -> Iterato
                      EVIDENT_JWT_ALGORITHMS="HS256", EVIDENT_JWT_ISSUER=ISSUER, EVIDENT_JWT_AUDIENCE=AUDIENCE,
                      EVIDENT_JWT_GROUPS_CLAIM="groups", EVIDENT_CORS_ORIGINS=INTRANET)
     env["EVIDENT_CORPUS"] = os.pathsep.join([env["EVIDENT_CORPUS"], str(root / "hr-only")])
-    with dev_server.running(root / "server", env=env) as server:
+    with deployment(request, root / "server", env) as server:
         yield server
 
 
@@ -122,7 +125,7 @@ def test_a_retriever_import_path_runs_no_command(served: DevServer, tmp_path: Pa
                             "kwargs": {"args": ["sh", "-c", f"id > {marker}"]}}]}
     for body in ({"context": payload}, {"config": {"configurable": payload}}):
         response = run_wait(served, {"input": {"query": Q}, **body})
-        assert response.status_code == 403 and "'sources'" in response.json()["detail"], response.text
+        assert response.status_code == 403 and "'sources'" in detail(response), response.text
     thread = httpx.post(f"{served.url}/threads", json={}, timeout=10).json()["thread_id"]
     streamed = httpx.post(f"{served.url}/threads/{thread}/runs/stream", timeout=60,
                           json={"assistant_id": "evident", "input": {"query": Q}, "context": payload})
@@ -149,7 +152,7 @@ def test_a_foreign_folder_is_not_read(served: DevServer, tmp_path: Path) -> None
     (foreign / "secret.md").write_text("# Vault\n\nThe vault password is HUNTER2-ORCHID.\n", encoding="utf-8")
     response = run_wait(served, {"input": {"query": "What is the vault password?"},
                                  "context": {"corpus": [str(foreign)]}})
-    assert response.status_code == 403 and "'corpus'" in response.json()["detail"]
+    assert response.status_code == 403 and "'corpus'" in detail(response)
     assert "HUNTER2" not in response.text
     # Nor does any later query find it: nothing was indexed.
     later = run_wait(served, {"input": {"query": "What is the vault password?"}}).json()
@@ -305,9 +308,14 @@ def test_threads_are_visible_to_their_owner_only(secured: DevServer) -> None:
     assert ran.status_code == 200 and SECRET_WORD in ran.json()["answer"]
     assert thread in thread_ids(secured, alice)
     assert thread not in thread_ids(secured, bob)
-    for path in (f"/threads/{thread}", f"/threads/{thread}/state", f"/threads/{thread}/runs"):
+    for path in (f"/threads/{thread}", f"/threads/{thread}/state"):
         response = httpx.get(f"{secured.url}{path}", headers=bob, timeout=10)
         assert response.status_code == 404 and SECRET_WORD not in response.text, path
+    runs = httpx.get(f"{secured.url}/threads/{thread}/runs", headers=bob, timeout=10)
+    # Aegra lists another user's thread's runs as `200 []` (docs/deployment.md): what holds on both
+    # servers is that bob learns nothing of them.
+    expected = (200, []) if secured.server == "aegra" else (404, None)
+    assert runs.status_code == expected[0] and SECRET_WORD not in runs.text and alice_runs(runs) == expected[1]
     hijack = httpx.post(f"{secured.url}/threads/{thread}/runs/wait", headers=bob, timeout=60,
                         json={"assistant_id": "evident", "input": {"query": HR_QUERY}})
     assert hijack.status_code == 404 and SECRET_WORD not in hijack.text
@@ -318,3 +326,9 @@ def test_threads_are_visible_to_their_owner_only(secured: DevServer) -> None:
                       headers=alice, timeout=10).json()["assistant_id"]
     assert httpx.get(f"{secured.url}/assistants/{mine}", headers=bob, timeout=10).status_code == 404
     assert httpx.get(f"{secured.url}/assistants/{mine}", headers=alice, timeout=10).status_code == 200
+
+
+def alice_runs(response: httpx.Response) -> list[Any] | None:
+    """The runs a list response shows (None for an error response)."""
+    body = response.json()
+    return body if isinstance(body, list) else None

@@ -1,7 +1,7 @@
-"""The attacks of issue 22, each against a real `langgraph dev` server on 127.0.0.1 with authentication
-on: two users of a tokens file, alice in `executives` and bob in `staff`, and a corpus holding the
-examples, tests/e2e/corpus.py's HR folder (one page for `group:executives`) and one more restricted
-page whose rare word bob tries to detect.
+"""The attacks of issue 22, each against a real server on 127.0.0.1 (`langgraph dev`, and Aegra on
+PostgreSQL: tests/e2e/deployments.py) with authentication on: two users of a tokens file, alice in
+`executives` and bob in `staff`, and a corpus holding the examples, tests/e2e/corpus.py's HR folder
+(one page for `group:executives`) and one more restricted page whose rare word bob tries to detect.
 
 docs/security.md lists each defence with the test here that replays its attack.
 """
@@ -23,6 +23,7 @@ from evident.web.auth import token_digest
 from evident.web.routes import ALLOWED
 from tests.e2e import dev_server
 from tests.e2e.corpus import SECRET_MARKERS, Q, server_env
+from tests.e2e.deployments import SERVERS, deployment
 from tests.e2e.dev_server import DevServer
 
 ALICE, BOB = "alice-token-1", "bob-token-2"
@@ -38,8 +39,9 @@ The executive expense code for board dinners is {RARE_WORD}. Expense reports wit
 """
 
 
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory, examples: Path) -> Iterator[DevServer]:
+@pytest.fixture(scope="module", params=SERVERS)
+def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+            examples: Path) -> Iterator[DevServer]:
     root = tmp_path_factory.mktemp("surface")
     (root / "exec-only").mkdir()
     (root / "exec-only" / "exec-expenses.md").write_text(PROBE_PAGE, encoding="utf-8")
@@ -49,7 +51,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory, examples: Path) -> Iterato
                       encoding="utf-8")
     env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens))
     env["EVIDENT_CORPUS"] = os.pathsep.join([env["EVIDENT_CORPUS"], str(root / "exec-only")])
-    with dev_server.running(root / "server", env=env) as server:
+    with deployment(request, root / "server", env) as server:
         yield server
 
 
@@ -81,12 +83,26 @@ def concrete(path: str) -> str:
     return re.sub(r"\{[^}]+\}", lambda m: "x/y" if m.group(0).endswith(":path}") else str(uuid.uuid4()), path)
 
 
+# Routes each server has that the allowlist must refuse, or the test below proves nothing: what the attack of
+# issue 22 used on `langgraph dev`; on Aegra, what langgraph.json's `disable_*` keys would have removed (it
+# ignores them), its bulk operations and its v2 event-streaming commands.
+MUST_REFUSE = {
+    "langgraph-dev": {"/internal/truncate", "/internal/debug/thread/{thread_id}", "/deploy", "/metrics"},
+    "aegra": {"/store/items", "/runs/crons", "/threads/{thread_id}/runs/crons", "/threads/prune", "/runs/cancel",
+              "/threads/{thread_id}/commands"},
+}
+# Allowed routes only one of the servers has: Aegra's probes, and API routes Aegra 0.11 does not implement
+# (docs/deployment.md lists them; the page and the SDK calls EvidenT documents use none of them).
+ONLY_ON = {"langgraph-dev": {"/threads/{thread_id}/copy", "/threads/{thread_id}/stream", "/threads/count",
+                             "/runs/batch", "/assistants/{assistant_id}/subgraphs/{namespace}"},
+           "aegra": {"/live", "/ready"}}
+
+
 def test_every_route_of_the_real_table_is_on_the_allowlist_or_refused(secured: DevServer) -> None:
     alice = new_thread(secured, ALICE).json()["thread_id"]
     refused = logged_routes(secured, "refused")
     paths = {path for _, path in refused}
-    # What the attack of issue 22 used must be among them, or this test proves nothing.
-    assert {"/internal/truncate", "/internal/debug/thread/{thread_id}", "/deploy", "/metrics"} <= paths
+    assert MUST_REFUSE[secured.server] <= paths, paths
     for methods, path in refused:
         for method in methods.split("/") if methods.isupper() else ["GET"]:
             for headers in ({}, bearer(ALICE)):
@@ -95,7 +111,8 @@ def test_every_route_of_the_real_table_is_on_the_allowlist_or_refused(secured: D
                 assert response.status_code == 404, (method, path, response.status_code, response.text[:200])
     # Every route the allowlist names is one the server has (a stale entry would hide a renamed route).
     served = {path for _, path in logged_routes(secured, "served")}
-    assert {route.path for route in ALLOWED} <= served
+    others = set().union(*(only for server, only in ONLY_ON.items() if server != secured.server))
+    assert {route.path for route in ALLOWED} - others <= served
     # Nothing was wiped: alice's thread is still there, and only for her.
     assert httpx.get(f"{secured.url}/threads/{alice}", headers=bearer(ALICE), timeout=10).status_code == 200
 
@@ -115,8 +132,11 @@ def test_the_debug_thread_route_and_the_wipe_are_gone(secured: DevServer) -> Non
 
 def test_what_answers_without_a_token_is_exactly_the_documented_list(secured: DevServer) -> None:
     public = {route.path for route in ALLOWED if route.access == "public"}
-    assert public == {"/ok", "/health", "/", "/static/{path:path}"}
+    assert public == {"/ok", "/health", "/", "/static/{path:path}", "/live", "/ready"}
     assert httpx.get(f"{secured.url}/ok", timeout=10).status_code == 200
+    for probe in ONLY_ON["aegra"]:  # Aegra's liveness and readiness (its database answers); absent elsewhere
+        status = httpx.get(f"{secured.url}{probe}", timeout=10).status_code
+        assert status == 200 if secured.server == "aegra" else status in (401, 404), (probe, status)
     assert httpx.get(f"{secured.url}/", timeout=10).status_code == 200
     assert httpx.get(f"{secured.url}/static/app.js", timeout=10).status_code == 200
     health = httpx.get(f"{secured.url}/health", timeout=10)

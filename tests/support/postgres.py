@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
+from psycopg import sql
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 USER = "evident"
@@ -69,13 +70,20 @@ class PostgresServer:
 
     def resume(self) -> None:
         """Start (again) on the same port: a test that stopped the server gives it back running."""
+        # Aegra's replicas each keep a pool: the load tests open a few hundred connections at once.
         options = (f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-                   " -c synchronous_commit=off -c full_page_writes=off")
+                   " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300")
         self._run("pg_ctl", "-D", str(self.folder / "data"), "-l", str(self.folder / "log"), "-o", options,
                   "-w", "-t", "30", "start")  # fmt: skip
 
     def pause(self) -> None:
         self._run("pg_ctl", "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop")
+
+    def create_database(self, name: str) -> str:
+        """A new empty database (for one server deployment), and its DSN."""
+        with self.connect() as connection:
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return self.dsn(database=name)
 
     def stop(self) -> None:
         try:

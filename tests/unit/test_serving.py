@@ -8,11 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from starlette.applications import Starlette
+from fastapi import FastAPI
 from starlette.testclient import TestClient
 
+from evident.commands import aegra
 from evident.commands.serve import (
     GENERATED_CONFIG,
+    build_aegra_invocation,
     build_invocation,
     check_exposure,
     served_host_names,
@@ -44,7 +46,7 @@ def test_langgraph_json_exposes_the_graph_its_environment_and_the_routes() -> No
     graph = _load(entry["path"], ROOT)
     assert getattr(graph, "name", None) == "evident"
     app = _load(config["http"]["app"], ROOT)
-    assert isinstance(app, Starlette)
+    assert isinstance(app, FastAPI)  # what Aegra requires; LangGraph's server takes any Starlette app
     assert (ROOT / ".env.example").is_file()  # what `env` expects, documented
 
 
@@ -165,6 +167,84 @@ def test_serve_reports_missing_files(tmp_path: Path) -> None:
 
     result = CliRunner().invoke(app, ["serve", "--corpus", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+# -- with a database: Aegra ---------------------------------------------------------------------------
+
+
+def test_a_database_serves_one_aegra_replica(tmp_path: Path) -> None:
+    inv = build_aegra_invocation(database="postgresql://u:p@db:5432/evident", redis="redis://cache:6379/0",
+                                 migrate=False, port=3002, jobs=4, base_env={"LANGSMITH_API_KEY": "k"})
+    assert inv.argv[1:4] == ["-m", "uvicorn", "aegra_api.main:app"]
+    assert inv.argv[inv.argv.index("--port") + 1] == "3002" and inv.argv[inv.argv.index("--host") + 1] == "127.0.0.1"
+    env = inv.env
+    assert env["AEGRA_CONFIG"] == str(ROOT / "langgraph.json") and inv.cwd == ROOT
+    assert env["DATABASE_URL"] == "postgresql://u:p@db:5432/evident" and env["RUN_MIGRATIONS_ON_STARTUP"] == "false"
+    assert env["REDIS_BROKER_ENABLED"] == "true" and env["REDIS_URL"] == "redis://cache:6379/0"
+    assert env["N_JOBS_PER_WORKER"] == "4" and env["WORKER_COUNT"] == "1" and env["CRON_ENABLED"] == "false"
+    # As quiet as `langgraph dev`: no tracing, and no LangSmith key for usage reports.
+    assert env["LANGSMITH_TRACING"] == "false" and "LANGSMITH_API_KEY" not in env
+    alone = build_aegra_invocation(database="postgresql://db/e", base_env={})
+    assert alone.env["REDIS_BROKER_ENABLED"] == "false" and "REDIS_URL" not in alone.env
+    assert alone.env["RUN_MIGRATIONS_ON_STARTUP"] == "true" and any("Redis" in note for note in alone.notes)
+
+
+def test_aegra_gets_the_env_file_it_does_not_read_itself(tmp_path: Path) -> None:
+    (tmp_path / "server.env").write_text("EVIDENT_TOP_N=3\nLANGSMITH_API_KEY=from-the-file\n", encoding="utf-8")
+    config = tmp_path / "langgraph.json"
+    config.write_text(json.dumps({"graphs": {}, "env": "server.env"}), encoding="utf-8")
+    inv = build_aegra_invocation(database="postgresql://db/e", langgraph_config=config,
+                                 base_env={"EVIDENT_TOP_N": "9", "EVIDENT_K": "2"})
+    # The file wins over the inherited environment, as under `langgraph dev`; the quieting applies to it too.
+    assert inv.env["EVIDENT_TOP_N"] == "3" and inv.env["EVIDENT_K"] == "2"
+    assert "LANGSMITH_API_KEY" not in inv.env
+    config.write_text(json.dumps({"graphs": {}, "env": {"EVIDENT_K": "5"}}), encoding="utf-8")
+    assert aegra.env_file_values(config) == {"EVIDENT_K": "5"}
+    config.write_text(json.dumps({"graphs": {}, "env": "missing.env"}), encoding="utf-8")
+    assert aegra.env_file_values(config) == {}
+
+
+def test_an_installed_package_gets_an_aegra_config_of_file_paths() -> None:
+    for entry in (aegra.GENERATED_CONFIG["graphs"]["evident"]["path"], aegra.GENERATED_CONFIG["auth"]["path"],
+                  aegra.GENERATED_CONFIG["http"]["app"]):
+        path, _, attr = entry.rpartition(":")
+        assert Path(path).is_file() and attr  # Aegra imports graphs by file path only
+
+
+def test_serving_on_a_database_checks_its_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from evident.cli import app
+
+    def refused(*args: str) -> str:
+        result = CliRunner().invoke(app, ["serve", *args])
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        return result.output
+
+    assert "give --database too" in refused("--redis", "redis://127.0.0.1:6379/0")
+    assert "give --database too" in refused("--migrate-only")
+    assert "a PostgreSQL URL is needed" in refused("--database", "mysql://db/e")
+    assert "a Redis URL is needed" in refused("--database", "postgresql://db/e", "--redis", "http://cache")
+    assert "--reload is for the development server" in refused("--database", "postgresql://db/e", "--reload")
+    if aegra.missing() is not None:  # this Python cannot run Aegra: the command says why, and how to fix it
+        assert "evident-rag[server]" in refused("--database", "postgresql://db/e")
+    monkeypatch.setattr("evident.commands.aegra.missing", lambda: None)
+    started: list[list[str]] = []
+
+    def execve(path: str, argv: list[str], env: dict[str, str]) -> None:
+        started.append([*argv, env["DATABASE_URL"]])
+        raise SystemExit(0)
+
+    monkeypatch.setattr("evident.commands.serve.os.execve", execve)
+    monkeypatch.setattr("evident.commands.serve.os.chdir", lambda path: None)
+    config = tmp_path / "evident.toml"
+    config.write_text('[server]\ndatabase = "postgresql://evident@db:5432/threads"\n', encoding="utf-8")
+    served = CliRunner().invoke(app, ["serve", "--config", str(config), "--json"])
+    assert served.exit_code == 0, served.output
+    assert started[-1][-1] == "postgresql://evident@db:5432/threads" and "aegra_api.main:app" in started[-1]
+    info = json.loads(served.stdout.splitlines()[0])
+    assert info["server"] == "aegra" and info["replicas_share_runs"] is False
+    assert "postgresql://" not in served.output  # a database URL may hold a password: never printed
 
 
 # -- the extra routes ------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@ called directly (the e2e tests run them inside the real server)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextvars
 import hashlib
 import hmac
 import json
@@ -25,8 +27,10 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from evident.context import ConfigError
+from evident.web import auth as auth_module
 from evident.web import settings as web_settings
-from evident.web.auth import check_settings, identify, owner_filter, token_digest
+from evident.web.admitted import admitted_client
+from evident.web.auth import check_settings, direct_client, identify, owner_filter, token_digest
 from evident.web.browser import BrowserGuard
 from evident.web.settings import LOOPBACK_HOSTS, ServerSettings, host_name, load_server_settings
 
@@ -188,6 +192,55 @@ def test_request_settings_are_checked_on_runs_and_assistants() -> None:
         "assistants", "update", {"config": {"configurable": {"sources": []}}})) == 403
 
 
+def test_request_settings_and_bounds_are_checked_in_aegras_shape_too() -> None:
+    # Aegra hands `@auth.on` the run's request fields themselves, plus the thread id.
+    aegra = partial(check_settings, "threads", "create_run")
+    aegra({"assistant_id": "evident", "input": {"query": "q"}, "context": {"top_n": 2}, "config": {}, "thread_id": "t"})
+    assert status_of(lambda: aegra({"input": {"query": "q"}, "context": {"base_url": "http://127.0.0.1:1"}})) == 403
+    # Aegra copies `config.configurable` into `context` only after the handler ran: it is checked as sent.
+    assert status_of(lambda: aegra({"input": {"query": "q"}, "config": {"configurable": {"model": "m"}}})) == 403
+    assert status_of(lambda: aegra({"input": {"query": "q"}, "config": {"configurable": {"__pregel_x": 1}}})) == 403
+    assert status_of(lambda: aegra({"input": {"query": "q"}, "context": {"top_n": 999}})) == 422
+    assert status_of(lambda: aegra({"input": {"query": "x" * 4001}})) == 422
+    assert status_of(lambda: aegra({"kwargs": {"input": {"query": "x" * 4001}}})) == 422  # LangGraph's shape
+
+
+def _authenticate(monkeypatch: pytest.MonkeyPatch, settings: ServerSettings, *args: Any, **kwargs: Any) -> Any:
+    monkeypatch.setattr("evident.web.auth.server_settings", lambda: settings)
+    handler = auth_module.auth._authenticate_handler
+    assert handler is not None
+    return asyncio.run(handler(*args, **kwargs))
+
+
+def test_authenticate_takes_langgraphs_named_parameters_and_aegras_headers(monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path: Path) -> None:
+    tokens = ServerSettings(tokens_file=write_tokens(tmp_path / "t.json", good=("hana", ["hr"])))
+    # LangGraph's server: `headers` as bytes and the ASGI scope, by name.
+    found = _authenticate(monkeypatch, tokens, headers={b"authorization": b"Bearer good"}, scope={"client": REMOTE})
+    assert found["identity"] == "hana" and found["groups"] == ["hr"]
+    # Aegra: one positional dict of str headers, no scope.
+    assert _authenticate(monkeypatch, tokens, {"authorization": "Bearer good"})["identity"] == "hana"
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        _authenticate(monkeypatch, tokens, {"authorization": "Bearer bad"})
+    assert refused.value.status_code == 401
+
+
+def test_without_a_scope_the_address_is_the_one_the_gate_admitted(monkeypatch: pytest.MonkeyPatch) -> None:
+    open_ = ServerSettings()
+    with pytest.raises(Auth.exceptions.HTTPException) as unknown:  # no gate ran: no address, not loopback
+        _authenticate(monkeypatch, open_, {})
+    assert unknown.value.status_code == 403
+
+    def as_admitted(client: tuple[str, int]) -> Any:
+        admitted_client.set(client)
+        return _authenticate(monkeypatch, open_, {})
+
+    assert contextvars.copy_context().run(as_admitted, LOOPBACK)["identity"] == "anonymous"
+    with pytest.raises(Auth.exceptions.HTTPException) as remote:
+        contextvars.copy_context().run(as_admitted, REMOTE)
+    assert remote.value.status_code == 403
+
+
 # -- the browser guard ---------------------------------------------------------------------------------
 
 
@@ -268,3 +321,17 @@ def test_host_parsing_is_strict(monkeypatch: pytest.MonkeyPatch, host: str) -> N
 def test_loopback_host_names_are_read_with_their_ports() -> None:
     assert [host_name(h) for h in ("localhost:2024", "LOCALHOST", "127.0.0.1:1", "[::1]:2024", "[::1]")] == [
         "localhost", "localhost", "127.0.0.1", "[::1]", "[::1]"]
+
+
+def test_a_forwarded_request_is_not_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A reverse proxy on the same machine connects from loopback for every caller on the network.
+    open_ = ServerSettings()
+    for name in ("X-Forwarded-For", "forwarded", "X-Real-IP"):
+        headers = {name.encode(): b"203.0.113.9"}
+        assert direct_client(LOOPBACK, headers) is None
+        with pytest.raises(Auth.exceptions.HTTPException) as refused:
+            _authenticate(monkeypatch, open_, headers=headers, scope={"client": LOOPBACK})
+        assert refused.value.status_code == 403
+        assert "reverse proxy" in str(refused.value.detail)
+    assert direct_client(LOOPBACK, {b"host": b"localhost"}) == LOOPBACK
+    assert _authenticate(monkeypatch, open_, headers={}, scope={"client": LOOPBACK})["identity"] == "anonymous"

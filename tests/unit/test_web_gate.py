@@ -47,13 +47,24 @@ def client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[TestClie
         yield found
 
 
+GOOD = {"Authorization": "Bearer good"}
+
+
 def test_a_route_the_allowlist_does_not_name_is_404_whoever_asks(client: TestClient) -> None:
-    for headers in ({}, {"Authorization": "Bearer good"}):
+    for headers in ({}, GOOD):
         assert client.post("/internal/truncate", json={}, headers=headers).status_code == 404
         # An allowed path with a method the allowlist does not serve on it.
         assert client.post("/threads/t1/state", json={}, headers=headers).status_code == 404
-    assert client.get("/threads/t1/state").json() == {"bytes": 0, "json": None}
-    assert client.post("/runs/wait", json={"a": 1}).json() == {"bytes": 7, "json": {"a": 1}}
+    assert client.get("/threads/t1/state", headers=GOOD).json() == {"bytes": 0, "json": None}
+    assert client.post("/runs/wait", json={"a": 1}, headers=GOOD).json() == {"bytes": 7, "json": {"a": 1}}
+
+
+def test_api_routes_are_authenticated_at_the_gate_with_their_status_and_challenge(client: TestClient) -> None:
+    # Whichever server hosts the app: Aegra would answer its handler's refusals with a bare 401.
+    for headers in ({}, {"Authorization": "Bearer bad"}, {"Authorization": "Basic dTpw"}):
+        refused = client.post("/runs/wait", json={}, headers=headers)
+        assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer", headers
+    assert client.post("/runs/wait", json={}, headers=GOOD).status_code == 200
 
 
 def test_allowed_routes_match_whole_paths_only() -> None:
@@ -75,17 +86,17 @@ def test_routes_outside_langgraphs_auth_need_a_token(client: TestClient) -> None
 
 
 def test_a_body_over_the_bound_is_refused_whole(client: TestClient) -> None:
-    declared = client.post("/runs/wait", content=b"x" * 5000, headers={"content-type": "application/json"})
+    declared = client.post("/runs/wait", content=b"x" * 5000, headers={"content-type": "application/json", **GOOD})
     assert declared.status_code == 413 and "5000 bytes" in declared.json()["detail"]
 
     def chunks() -> Iterator[bytes]:
         yield from (b"y" * 1000 for _ in range(5))
 
-    chunked = client.post("/runs/wait", content=chunks())
+    chunked = client.post("/runs/wait", content=chunks(), headers=GOOD)
     assert chunked.status_code == 413 and "4096" in chunked.json()["detail"]
-    under = client.post("/runs/wait", content=json.dumps({"t": "z" * 3000}).encode())
+    under = client.post("/runs/wait", content=json.dumps({"t": "z" * 3000}).encode(), headers=GOOD)
     assert under.status_code == 200 and under.json()["bytes"] == 3009
-    assert client.post("/runs/wait", content=b"{}", headers={"content-length": "abc"}).status_code == 400
+    assert client.post("/runs/wait", content=b"{}", headers={"content-length": "abc", **GOOD}).status_code == 400
 
 
 def test_the_route_table_walks_into_mounts() -> None:
@@ -102,6 +113,14 @@ def test_every_allowed_route_names_its_access() -> None:
     for route in ALLOWED:
         kinds.setdefault(route.access, []).append(route.path)
         assert route.methods and route.path.startswith("/")
-    assert sorted(kinds["public"]) == ["/", "/health", "/ok", "/static/{path:path}"]
+    assert sorted(kinds["public"]) == ["/", "/health", "/live", "/ok", "/ready", "/static/{path:path}"]
     assert sorted(kinds["token"]) == ["/docs", "/info", "/openapi.json", "/threads/{thread_id}/runs/{run_id}/feedback",
                                       "/version"]
+
+
+def test_without_authentication_a_proxied_request_is_not_from_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gate, "server_settings", lambda: ServerSettings())
+    with TestClient(_app(), base_url="http://127.0.0.1:2024", client=("127.0.0.1", 5000)) as local:
+        assert local.post("/runs/wait", json={}).status_code == 200
+        proxied = local.post("/runs/wait", json={}, headers={"X-Forwarded-For": "203.0.113.9"})
+        assert proxied.status_code == 403 and "reverse proxy" in proxied.text
