@@ -17,9 +17,9 @@ from playwright.sync_api import Browser, Page, expect
 
 from evident.web.auth import token_digest
 from evident.web.feedback import MAX_COMMENT_CHARS
-from tests.e2e import dev_server
 from tests.e2e.chromium import DESKTOP, WAIT_MS, Watched, ask
-from tests.e2e.corpus import Q
+from tests.e2e.corpus import Q, server_env
+from tests.e2e.deployments import SERVERS, deployment
 from tests.e2e.dev_server import DevServer
 from tests.e2e.test_page import CONTRAST_JS, check_contrast, final_state, marks_by_span
 
@@ -291,17 +291,16 @@ def test_feedback_is_kept_on_the_thread_without_langsmith(served: DevServer, des
     expect(page.locator("#answer-actions button.vote")).to_have_count(2)
 
 
-@pytest.fixture(scope="module")
-def served_two_users(tmp_path_factory: pytest.TempPathFactory, examples: Path) -> Iterator[DevServer]:
-    """The examples behind a tokens file with two users, pat and sam."""
-    from tests.e2e.corpus import server_env
-
+@pytest.fixture(scope="module", params=SERVERS)
+def served_two_users(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                     examples: Path) -> Iterator[DevServer]:
+    """The examples behind a tokens file with two users, pat and sam, on `langgraph dev` and on Aegra."""
     root = tmp_path_factory.mktemp("served-two-users")
     tokens = root / "tokens.json"
     tokens.write_text(json.dumps([{"sha256": token_digest(PAT), "user": "pat", "groups": []},
                                   {"sha256": token_digest(SAM), "user": "sam", "groups": []}]), encoding="utf-8")
     env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens))
-    with dev_server.running(root / "server", env=env) as server:
+    with deployment(request, root / "server", env) as server:
         yield server
 
 
