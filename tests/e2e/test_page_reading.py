@@ -262,7 +262,17 @@ def thread_of(posts: list[str]) -> str:
     return run.split("/")[2]
 
 
-def test_feedback_is_kept_on_the_thread_without_langsmith(served: DevServer, desktop: Watched) -> None:
+@pytest.fixture(scope="module", params=SERVERS)
+def served_open(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                examples: Path) -> Iterator[DevServer]:
+    """The examples without authentication (loopback only), on `langgraph dev` and on Aegra; no LangSmith."""
+    root = tmp_path_factory.mktemp("served-open")
+    with deployment(request, root / "server", server_env(root, examples)) as server:
+        yield server
+
+
+def test_feedback_is_kept_on_the_thread_without_langsmith(served_open: DevServer, desktop: Watched) -> None:
+    served = served_open
     page = desktop.page
     posts: list[str] = []
     page.on("request", lambda r: posts.append(r.url.removeprefix(served.url)) if r.method == "POST" else None)
