@@ -1,5 +1,6 @@
 """Routes served beside the LangGraph API (`http.app` in langgraph.json): the answer page at `/`
-(evident/web/page.py, with its Content-Security-Policy), health, version and liveness.
+(evident/web/page.py, with its Content-Security-Policy), health, version, liveness, and feedback on an
+answer (evident/web/feedback.py: only on the caller's own runs).
 
 The server that hosts the graph adds its API to this app: `langgraph dev`, `langgraph up` and a
 LangGraph deployment (which accept any Starlette app) and Aegra (which requires a FastAPI app, and
@@ -35,6 +36,7 @@ import evident
 from evident.context import ConfigError, EvidentContext
 from evident.web.auth import identify
 from evident.web.browser import BrowserGuard
+from evident.web.feedback import give_feedback
 from evident.web.gate import RequestGate
 from evident.web.page import routes as page_routes
 from evident.web.settings import server_settings
@@ -155,6 +157,7 @@ try:  # read now, at import, rather than on the event loop of the first request
 except ConfigError as exc:
     log.error("evident: %s: every request will be refused until it is fixed", exc)
 
+FEEDBACK = Route("/threads/{thread_id}/runs/{run_id}/feedback", give_feedback, methods=["POST"])
 GUARDS = (BrowserGuard, RequestGate, HeldWhileWaiting)
 
 
@@ -181,5 +184,6 @@ class GuardedApp(FastAPI):
 # come first, under Aegra these describe its whole API. Its other documentation routes are not served.
 app = GuardedApp(title="EvidenT", version=evident.__version__, lifespan=lifespan, redoc_url=None,
                  swagger_ui_oauth2_redirect_url=None, exception_handlers=unavailable_handlers(),
-                 routes=[*page_routes, Route("/ok", ok), Route("/health", health), Route("/version", version)],
+                 routes=[*page_routes, Route("/ok", ok), Route("/health", health), Route("/version", version),
+                         FEEDBACK],
                  middleware=[Middleware(guard) for guard in GUARDS])

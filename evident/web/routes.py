@@ -65,6 +65,8 @@ ALLOWED: tuple[AllowedRoute, ...] = (
     _route("token", "/info", GET),
     _route("token", "/docs", GET),
     _route("token", "/openapi.json", GET),
+    # Ours (evident/web/feedback.py): the caller's own thread and run are checked through the API above.
+    _route("token", "/threads/{thread_id}/runs/{run_id}/feedback", POST),
     _api("/assistants", POST),
     _api("/assistants/search", POST),
     _api("/assistants/count", POST),

@@ -81,15 +81,26 @@ def active_marks(page: Page) -> list[str]:
     return page.eval_on_selector_all("#doc-text mark.active", "marks => marks.map(m => m.textContent)")
 
 
+def marks_by_span(page: Page) -> list[str]:
+    """The active marks' text, one string per span: a span that crosses rendered elements (a heading
+    and its paragraph, list items) has one mark per piece, all with the span's `data-span`."""
+    return page.evaluate("""() => {
+      const marks = [...document.querySelectorAll('#doc-text mark.active')];
+      const n = Math.max(0, ...marks.map((m) => Number(m.dataset.span) + 1));
+      return [...Array(n).keys()].map((i) => marks.filter((m) => m.dataset.span === String(i))
+        .map((m) => m.textContent).join(''));
+    }""")  # type: ignore[no-any-return]
+
+
 def check_highlight(page: Page, state: dict[str, Any], index: int) -> None:
     """The open document shows citation `index`: its marks are its quote, at its spans, the first in view."""
     citation = state["citations"][index]
     document = next(d for d in state["documents"] if d["url"] == citation["url"])
     expect(page.locator("#doc-title")).to_have_text(document["title"] or document["url"])
-    marks = active_marks(page)
+    marks = marks_by_span(page)
     assert marks == [document["content"][s:e] for s, e in citation["spans"]]
     assert "".join(marks) == citation["quote"].replace(" … ", "")
-    first = page.locator("#doc-text mark.active").first
+    first = page.locator("#doc-text mark.active >> visible=true").first
     expect(first).to_be_in_viewport()
     box, text_box = first.bounding_box(), page.locator("#doc-text").bounding_box()
     viewport = page.viewport_size

@@ -9,10 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_sync_client
+from playwright.sync_api import expect
 
 from tests.e2e import dev_server
+from tests.e2e.chromium import Watched, ask
 from tests.e2e.corpus import SECRET_MARKERS, server_env
 from tests.e2e.dev_server import DevServer
 from tests.support.langsmith_server import LangSmithServer, metadata
@@ -80,3 +83,47 @@ def test_served_runs_are_traced_by_environment_with_summaries_and_no_hidden_docu
     # Runs, and the LangGraph server's usage counters (sent whenever it has a LangSmith key).
     assert {path.split("?")[0] for _, path in langsmith_api.requests} <= {
         "/info", "/runs/multipart", "/runs/batch", "/v1/metadata/submit"}
+
+
+def test_feedback_on_a_traced_run_goes_to_langsmith_on_that_run(traced_server: DevServer,
+                                                                langsmith_api: LangSmithServer) -> None:
+    """With LangSmith configured, an answer's feedback is LangSmith feedback on the run's own trace."""
+    client = get_sync_client(url=traced_server.url)
+    thread_id = client.threads.create()["thread_id"]
+    query = "How many days do I have to submit an expense report?"
+    run = client.runs.create(thread_id, "evident", input={"query": query})
+    client.runs.join(thread_id, run["run_id"])
+    wait_for_trace(langsmith_api, run["run_id"])
+    response = httpx.post(f"{traced_server.url}/threads/{thread_id}/runs/{run['run_id']}/feedback",
+                          json={"score": 0, "comment": "missed the receipts rule"}, timeout=30)
+    assert response.status_code == 200, response.text
+    assert response.json()["stored"] == "langsmith"
+    (sent,) = [f for f in langsmith_api.feedback if f.get("run_id") == run["run_id"]]
+    assert sent["key"] == "user_score" and sent["score"] == 0 and sent["comment"] == "missed the receipts rule"
+    assert response.json()["feedback_id"] == sent["id"]
+    # Not kept on the thread as well: LangSmith holds it, next to the trace.
+    assert not [k for k in client.threads.get(thread_id)["metadata"] if k.startswith("feedback:")]
+    # A run of another thread is not this thread's: refused, and nothing is sent.
+    other = client.threads.create()["thread_id"]
+    refused = httpx.post(f"{traced_server.url}/threads/{other}/runs/{run['run_id']}/feedback", json={"score": 1},
+                         timeout=30)
+    assert refused.status_code == 404
+    assert len([f for f in langsmith_api.feedback if f.get("run_id") == run["run_id"]]) == 1
+
+
+def test_the_pages_feedback_reaches_langsmith_on_the_run_it_streamed(traced_server: DevServer,
+                                                                      langsmith_api: LangSmithServer,
+                                                                      desktop: Watched) -> None:
+    page = desktop.page
+    streamed: list[str] = []
+    page.on("response", lambda r: streamed.append(r.url) if r.url.endswith("/feedback") else None)
+    page.goto(f"{traced_server.url}/")
+    ask(page, "How many days do I have to submit an expense report after a trip?")
+    actions = page.locator("#answer-actions")
+    actions.get_by_role("button", name="Helpful", exact=True).click()
+    actions.get_by_role("button", name="Send feedback").click()
+    expect(actions.locator(".action-status")).to_contain_text("sent to LangSmith")
+    run_id = streamed[0].split("/runs/")[1].split("/")[0]
+    (sent,) = [f for f in langsmith_api.feedback if f.get("run_id") == run_id]
+    assert sent["score"] == 1 and sent["key"] == "user_score"
+    assert desktop.errors == [] and desktop.console == []

@@ -1,12 +1,14 @@
 // The answer page: ask, follow the graph's steps, read the verified answer, open its citations.
 
-import { clear, h, show } from "./dom.js";
-import { ACTIONS, otherSpans, renderAnswer, renderDraft, renderSources, renderStatus, renderTrail,
-  showDocument, showError } from "./views.js";
-import { HttpError, ask, newThread } from "./stream.js";
+import { append, clear, h, show } from "./dom.js";
+import { ACTIONS, otherSpans, plainAnswer, renderAnswer, renderDraft, renderSources, renderStatus,
+  renderTrail, resetNumbers, showDocument, showError } from "./views.js";
+import { HttpError, ask, newThread, sendFeedback } from "./stream.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "evident.token";
+const MAX_COMMENT = 1000; // the server's bound (evident/web/feedback.py)
+const REFUSAL = "Not sufficient information to answer.";
 
 const STEP = {
   rewrite: ["Question", "Reading the question…"],
@@ -28,6 +30,7 @@ let running = null; // the AbortController of the question being answered
 let draft = "";
 let draftFrame = 0;
 let lastOpener = null;
+let current = null; // the newest turn: { question, state, threadId, runId }, once it has an answer
 
 const count = (list) => (Array.isArray(list) ? list.length : 0);
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
@@ -87,14 +90,15 @@ function needToken(message) {
   $("token").focus();
 }
 
-function openCitation(index, chip) {
-  const citation = state.citations[index];
+/** Opens citation `index` of the answer `turnState` (the current one, or an earlier turn's). */
+function openCitation(turnState, index, chip) {
+  const citation = turnState.citations[index];
   document.querySelectorAll(".chip.current").forEach((c) => c.classList.remove("current"));
   chip.classList.add("current");
   lastOpener = chip;
-  showDocument(state, citation.url, {
+  showDocument(turnState, citation.url, {
     active: citation.spans,
-    others: otherSpans(state, citation.url, index),
+    others: otherSpans(turnState, citation.url, index),
     caption: `Source ${chip.textContent} cited for: “${citation.sentence}”`
       + (citation.span_base === "chunk" ? " (offsets in the retrieved chunk: the source gave no position in its document)" : ""),
   });
@@ -119,7 +123,7 @@ function closeDocument() {
 function reset() {
   state = {};
   draft = "";
-  for (const id of ["steps", "answer", "sources", "source-failures", "trail", "removed", "alerts"]) clear($(id));
+  for (const id of ["steps", "answer", "answer-actions", "sources", "source-failures", "trail", "removed", "alerts"]) clear($(id));
   for (const id of ["answer-panel", "sources-panel", "trail-panel", "doc-panel", "draft-note", "asked-as"]) show($(id), false);
 }
 
@@ -131,16 +135,83 @@ function onStep(node, update, current) {
   if (node === "verify" || node === "postprocess") renderTrail(state, openSpans);
 }
 
-const CITATION_MARK = /\s*\[[^\]\s]+\]/g;
+/** Copy and feedback for one answer: `turn` holds its question, final state, thread and run. */
+function answerActions(turn) {
+  const status = h("span", { class: "action-status", role: "status", "aria-live": "polite" });
+  const copy = h("button", { type: "button", class: "secondary small copy" }, "Copy answer");
+  copy.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(plainAnswer(turn.state));
+      status.textContent = "Copied, with its numbered sources.";
+    } catch {
+      status.textContent = "The browser refused the clipboard: select the answer and copy it instead.";
+    }
+  });
+  const bar = h("div", { class: "answer-actions" }, copy);
+  if (!turn.runId || !turn.threadId) return append(bar, [status]);
+  const up = h("button", { type: "button", class: "secondary small vote", "data-score": 1, "aria-pressed": "false" }, "Helpful");
+  const down = h("button", { type: "button", class: "secondary small vote", "data-score": 0, "aria-pressed": "false" }, "Not helpful");
+  const comment = h("input", { type: "text", class: "comment", maxlength: MAX_COMMENT, "aria-label": "Comment (optional)",
+    placeholder: "Comment (optional)" });
+  const send = h("button", { type: "button", class: "small send" }, "Send feedback");
+  const form = h("div", { class: "feedback-form" }, comment, send);
+  show(form, false);
+  if (turn.feedback) { // given already (this answer was re-drawn as an earlier turn): said, not asked again
+    status.textContent = turn.feedback;
+    return append(bar, [status]);
+  }
+  let score = null;
+  for (const vote of [up, down]) {
+    vote.addEventListener("click", () => {
+      score = Number(vote.dataset.score);
+      up.setAttribute("aria-pressed", String(score === 1));
+      down.setAttribute("aria-pressed", String(score === 0));
+      show(form);
+      status.textContent = "";
+      comment.focus();
+    });
+  }
+  const submitFeedback = async () => {
+    if (score === null) return;
+    send.disabled = true;
+    try {
+      const result = await sendFeedback({ threadId: turn.threadId, runId: turn.runId, score,
+        comment: comment.value.trim().slice(0, MAX_COMMENT), token: $("token").value.trim() });
+      turn.feedback = result?.stored === "langsmith" ? "Thank you: sent to LangSmith with this answer's trace."
+        : "Thank you: kept with this conversation.";
+      status.textContent = turn.feedback;
+      show(form, false);
+      up.disabled = down.disabled = true;
+    } catch (error) {
+      status.textContent = error instanceof HttpError ? `Feedback not taken: ${error.detail || `HTTP ${error.status}`}.`
+        : "Feedback not sent: the server cannot be reached.";
+    } finally {
+      send.disabled = false;
+    }
+  };
+  send.addEventListener("click", submitFeedback);
+  comment.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") {
+      e.preventDefault();
+      submitFeedback();
+    }
+  });
+  return append(bar, [h("span", { class: "votes", role: "group", "aria-label": "Was this answer helpful?" }, up, down),
+    form, status]);
+}
 
-/** Earlier questions and their answers (as plain text, citation marks left out), oldest first. */
+/** Earlier turns, oldest first: each question, and its answer with its citation chips, copy and feedback. */
 function renderHistory() {
   const list = $("history");
   clear(list);
   for (const turn of conversation.turns) {
+    const answer = h("div", { class: "turn-answer answer" });
+    if (turn.state.status === "error") answer.append(h("p", {}, "No answer."));
+    else renderAnswer(turn.state, (index, chip) => openCitation(turn.state, index, chip), answer);
     list.append(h("li", { class: "turn" },
-      h("p", { class: "turn-question" }, turn.question),
-      h("p", { class: "turn-answer" }, turn.status === "error" ? "No answer." : turn.answer.replace(CITATION_MARK, ""))));
+      h("p", { class: "turn-question bubble question" }, turn.question),
+      answer,
+      turn.state.status === "error" ? null : answerActions(turn)));
   }
   show($("history-panel"), conversation.turns.length > 0);
 }
@@ -148,10 +219,14 @@ function renderHistory() {
 function newConversation() {
   running?.abort();
   conversation = { threadId: null, turns: [] };
+  current = null;
+  resetNumbers();
   reset();
   renderHistory();
   show($("progress-panel"), false);
+  show($("current-question"), false);
   show($("new-conversation"), false);
+  show($("follow-up-hint"), false);
   $("question").value = "";
   $("question").focus();
 }
@@ -167,7 +242,7 @@ function onToken(text) {
   }
 }
 
-function finish(final) {
+function finish(final, turn) {
   state = final;
   cancelAnimationFrame(draftFrame);
   draftFrame = 0;
@@ -180,7 +255,12 @@ function finish(final) {
   renderTrail(final, openSpans);
   if (final.status !== "error") {
     show($("answer-panel"));
-    renderAnswer(final, openCitation);
+    renderAnswer(final, (index, chip) => openCitation(final, index, chip));
+    // A refusal cites nothing: there is no sentence to check by opening a citation.
+    const refused = final.status === "insufficient" || String(final.answer || "").trim() === REFUSAL
+      || !(final.citations || []).length;
+    show($("machine-note"), !refused);
+    $("answer-actions").replaceChildren(answerActions(turn));
   }
   if (final.standalone_query && final.rewrite?.rewritten_by && final.rewrite.rewritten_by !== "none") {
     $("asked-as").textContent = `Answered as: ${final.standalone_query}`;
@@ -216,25 +296,39 @@ async function submit(event) {
   running?.abort();
   const controller = new AbortController();
   running = controller;
+  // The answer on screen becomes an earlier turn; the new question takes its place, the box is cleared.
+  if (current) conversation.turns.push(current);
+  current = null;
   reset();
   renderHistory();
+  $("current-question").textContent = question;
+  show($("current-question"));
+  $("question").value = "";
   show($("progress-panel"));
   setLoading(STEP.rewrite[1]);
   $("ask-button").disabled = true;
   document.body.setAttribute("aria-busy", "true");
+  let ok = false;
   try {
     const token = $("token").value.trim();
     conversation.threadId ||= await newThread({ token, signal: controller.signal });
+    const turn = { question, state: {}, threadId: conversation.threadId, runId: null };
     const final = await ask(question, {
       threadId: conversation.threadId,
       token,
       signal: controller.signal,
-      on: { step: onStep, token: onToken },
+      on: { step: onStep, token: onToken, run: (runId) => { turn.runId = runId; } },
     });
     if (running === controller) {
-      finish(final);
-      if (final.status) conversation.turns.push({ question, answer: final.answer || "", status: final.status });
-      show($("new-conversation"), conversation.turns.length > 0);
+      turn.state = final;
+      finish(final, turn);
+      if (final.status) {
+        current = turn;
+        ok = true;
+      }
+      const asked = conversation.turns.length + (current ? 1 : 0);
+      show($("new-conversation"), asked > 0);
+      show($("follow-up-hint"), asked > 0);
     }
   } catch (error) {
     if (error?.name !== "AbortError" && running === controller) explain(error);
@@ -244,6 +338,8 @@ async function submit(event) {
       setLoading("");
       $("ask-button").disabled = false;
       document.body.removeAttribute("aria-busy");
+      // Not answered: the question goes back in the box, to ask again.
+      if (!ok && !$("question").value) $("question").value = question;
     }
   }
 }

@@ -103,7 +103,21 @@ export async function newThread({ token, signal }) {
 }
 
 /**
- * Asks `question` on the thread `threadId`; calls `on.step(node, update, state)` for every finished step and
+ * Feedback on the run `runId` of the thread `threadId` (score 1 or 0, an optional comment); resolves to the
+ * server's answer (`stored`: "langsmith" or "thread"). Throws HttpError when the server refuses it.
+ */
+export async function sendFeedback({ threadId, runId, score, comment, token }) {
+  const response = await fetch(`threads/${encodeURIComponent(threadId)}/runs/${encodeURIComponent(runId)}/feedback`, {
+    method: "POST", headers: headersFor(token, "application/json"), credentials: "omit",
+    body: JSON.stringify(comment ? { score, comment } : { score }),
+  });
+  if (!response.ok) throw new HttpError(response.status, await detailOf(response));
+  return response.json();
+}
+
+/**
+ * Asks `question` on the thread `threadId`; calls `on.run(runId)` when the server names the run,
+ * `on.step(node, update, state)` for every finished step and
  * `on.token(text)` for every answer token; resolves to the final state. Throws HttpError when
  * the server refuses the run, and Error("stream: …") when it fails during the run.
  */
@@ -123,7 +137,9 @@ export async function ask(question, { threadId, token, signal, on }) {
   if (!response.ok) throw new HttpError(response.status, await detailOf(response));
   let state = {};
   for await (const [event, data] of serverSentEvents(response.body)) {
-    if (event === "updates") {
+    if (event === "metadata") {
+      if (typeof data?.run_id === "string") on.run?.(data.run_id);
+    } else if (event === "updates") {
       for (const [node, update] of Object.entries(data || {})) {
         if (node.startsWith("__")) continue;
         state = applyUpdate(state, node, update);

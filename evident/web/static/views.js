@@ -19,19 +19,29 @@ const ACTION_MEANING = {
 const strings = (value) => (Array.isArray(value) ? value : []);
 const normal = (s) => String(s ?? "").replace(/\[[^[\]\s]+\]/g, "").replace(/[*_`]/g, "").replace(/\s+/g, " ").trim();
 
+// The numbers of the documents, one per document for the whole conversation: a document keeps its
+// number in every turn, on its chips, in the source list, the evidence trail and the document view.
+let numbers = new Map();
+
+/** Forgets the numbers: a new conversation numbers its documents from 1 again. */
+export function resetNumbers() {
+  numbers = new Map();
+}
+
 /**
- * Numbers of the documents, in the order the answer first cites them, then the other retrieved
- * ones: the chips and the source list use the same numbers.
+ * Numbers of the documents, in the order the answers first cite them, then the other retrieved
+ * ones. `draftUrls` are a streaming draft's citations.
  */
-export function documentNumbers(state, draftUrls = []) {
-  const numbers = new Map();
+export function documentNumbers(state, draftUrls = null) {
+  // Only a final answer fixes numbers; while a run streams (sources at `retrieve`, a draft) they are tried on a copy.
+  const into = state.status && !draftUrls ? numbers : new Map(numbers);
   const add = (url) => {
-    if (typeof url === "string" && !numbers.has(url)) numbers.set(url, numbers.size + 1);
+    if (typeof url === "string" && !into.has(url)) into.set(url, into.size + 1);
   };
   strings(state.citations).forEach((c) => add(c?.url));
-  draftUrls.forEach(add);
+  (draftUrls || []).forEach(add);
   strings(state.documents).forEach((d) => add(d?.url));
-  return numbers;
+  return into;
 }
 
 function documentOf(state, url, spans = []) {
@@ -74,13 +84,16 @@ function citationMatcher(citations) {
   };
 }
 
-/** The verified answer, with one chip per citation marker; `open(index, chip)` opens a citation. */
-export function renderAnswer(state, open) {
+/**
+ * The verified answer into `target` (the current answer, or a turn of the conversation), with one chip
+ * per citation marker; `open(index, chip)` opens a citation of this answer.
+ */
+export function renderAnswer(state, open, target = $("answer")) {
   const citations = strings(state.citations);
   const numbers = documentNumbers(state);
   const match = citationMatcher(citations);
-  const target = clear($("answer"));
-  show($("draft-note"), false);
+  clear(target);
+  if (target === $("answer")) show($("draft-note"), false);
   const cite = (url, sentence) => {
     const index = match(url, sentence);
     if (index === null || !documentOf(state, url)) return null;
@@ -90,6 +103,8 @@ export function renderAnswer(state, open) {
       type: "button",
       class: "chip",
       "data-citation": index,
+      "data-source": n,
+      "data-url": url,
       "aria-controls": "doc-panel",
       "aria-label": `Source ${n}: show the cited text in ${doc.title || url}`,
       title: doc.title || url,
@@ -98,6 +113,29 @@ export function renderAnswer(state, open) {
     return chip;
   };
   target.append(renderMarkdown(state.answer || "", cite));
+}
+
+const MARKER = /\[([^[\]\s]+)\]/g;
+
+/**
+ * The answer as plain text for the clipboard: every citation marker becomes its source number, and the
+ * numbered sources follow with their links (or ids).
+ */
+export function plainAnswer(state) {
+  const numbers = documentNumbers(state);
+  const cited = [];
+  const text = String(state.answer || "").replace(MARKER, (whole, url) => {
+    if (!numbers.has(url)) return whole;
+    if (!cited.includes(url)) cited.push(url);
+    return `[${numbers.get(url)}]`;
+  }).replace(/\*\*|__/g, "").replace(/[ \t]+\n/g, "\n").trim();
+  if (!cited.length) return text;
+  const lines = cited.sort((a, b) => numbers.get(a) - numbers.get(b)).map((url) => {
+    const doc = strings(state.documents).find((d) => d?.url === url);
+    const title = doc?.title && doc.title !== url ? `${doc.title}: ` : "";
+    return `[${numbers.get(url)}] ${title}${url}`;
+  });
+  return `${text}\n\nSources:\n${lines.join("\n")}`;
 }
 
 /** The model's draft as it streams: markers become numbered, inactive chips until it is verified. */
@@ -118,7 +156,8 @@ export function renderSources(state, openDocument) {
   for (const doc of docs) {
     const button = h("button", { type: "button", class: "secondary small" }, "Show document");
     button.addEventListener("click", () => openDocument(doc.url, button));
-    list.append(h("li", { value: numbers.get(doc.url), class: citedUrls.has(doc.url) ? "cited-source" : null },
+    list.append(h("li", { value: numbers.get(doc.url), "data-source": numbers.get(doc.url),
+    class: citedUrls.has(doc.url) ? "cited-source" : null },
       h("span", { class: "source-title" }, doc.title || doc.url),
       h("span", { class: "source-url" }, link(doc.url)),
       h("span", { class: "source-meta" }, [doc.source ? `from ${doc.source}` : null,
@@ -126,13 +165,15 @@ export function renderSources(state, openDocument) {
       button));
   }
   if (!docs.length) list.append(h("li", { class: "none" }, "No document was retrieved."));
+  // An error with nothing retrieved shows no empty panel: the banner says what went wrong.
+  const empty = !docs.length && !strings(state.source_errors).length;
   const failures = clear($("source-failures"));
   const errors = strings(state.source_errors);
   if (errors.length) {
     failures.append(h("h3", {}, "Sources that failed"),
       h("ul", { class: "failures" }, errors.map((e) => h("li", {}, h("strong", {}, String(e?.source ?? "?")), `: ${e?.message ?? ""} (${e?.kind ?? "error"})`))));
   }
-  show($("sources-panel"));
+  show($("sources-panel"), !(empty && state.status === "error"));
 }
 
 function banner(kind, title, text, items = []) {
@@ -177,8 +218,14 @@ export function renderTrail(state, openSpans) {
   const decisions = strings(state.alignment);
   const counts = Object.fromEntries(ACTIONS.map((a) => [a, 0]));
   decisions.forEach((d) => { counts[d?.action] = (counts[d?.action] || 0) + 1; });
+  // Which passages the answer rests on: the citations name them (known once the answer is final).
+  const final = Boolean(state.status);
+  const used = new Set(strings(state.citations).flatMap((c) => strings(c?.passage_ids).map(String)));
+  const numbers = documentNumbers(state);
+  const usedCount = decisions.filter((d) => used.has(String(d?.passage_id))).length;
   $("trail-counts").textContent = `${decisions.length} passage${decisions.length === 1 ? "" : "s"}: `
-    + ACTIONS.map((a) => `${counts[a]} ${a}`).join(", ");
+    + ACTIONS.map((a) => `${counts[a]} ${a}`).join(", ")
+    + (final && decisions.length ? `; ${usedCount} used in the answer` : "");
   const list = clear($("trail"));
   for (const d of decisions) {
     const action = ACTIONS.includes(d?.action) ? d.action : "dropped";
@@ -190,9 +237,15 @@ export function renderTrail(state, openSpans) {
       h("dt", {}, moved ? "Cited by the model" : "Cited document"), h("dd", {}, link(d.original_url || d.url)),
       moved ? [h("dt", {}, "Now cites"), h("dd", {}, link(d.url))] : null,
       d.reason ? [h("dt", {}, "Reason"), h("dd", {}, String(d.reason))] : null);
-    const item = h("li", { class: `decision ${action}`, "data-action": action },
+    const isUsed = used.has(String(d?.passage_id));
+    const source = numbers.get(d?.url);
+    const item = h("li", { class: `decision ${action}${final && !isUsed ? " unused" : ""}`, "data-action": action,
+      "data-used": final ? String(isUsed) : null },
       h("p", { class: "decision-head" },
         h("span", { class: `badge ${action}` }, action), " ",
+        final && action !== "dropped" ? [h("span", { class: `badge ${isUsed ? "used" : "not-used"}` },
+          isUsed ? "used in the answer" : "not used in the answer"), " "] : null,
+        source && action !== "dropped" ? [h("span", { class: "source-number" }, `source ${source}`), " · "] : null,
         h("span", { class: "passage-id" }, `passage ${d.passage_id ?? "?"}`), " — ",
         h("span", { class: "meaning" }, ACTION_MEANING[action])),
       facts,
@@ -216,7 +269,7 @@ export function renderTrail(state, openSpans) {
       h("p", { class: "hint" }, "The draft said these, but the passages they cited do not support them."),
       h("ul", {}, strings(state.removed_sentences).map((s) => h("li", {}, String(s)))));
   }
-  show($("trail-panel"));
+  show($("trail-panel"), !(state.status === "error" && !decisions.length));
 }
 
 /**
@@ -229,20 +282,31 @@ export function showDocument(state, url, { active = [], others = [], caption = "
   active = intoShown(doc, url, active);
   others = intoShown(doc, url, others);
   $("doc-title").textContent = doc.title || doc.url;
-  append(clear($("doc-meta")), [link(doc.url), doc.source ? ` · from ${doc.source}` : ""]);
+  const n = documentNumbers(state).get(doc.url) ?? documentNumbers(state).get(url);
+  append(clear($("doc-meta")), [n ? `Source ${n} · ` : "", link(doc.url), doc.source ? ` · from ${doc.source}` : ""]);
   $("doc-cited").textContent = caption;
   show($("doc-panel"));
   const marks = renderDocument($("doc-text"), doc.content, active, others);
   $("doc-title").focus({ preventScroll: true });
+  centre(marks);
+  return marks;
+}
+
+/**
+ * Scrolls the document so the first visible active mark sits in the middle of the document's box, and the
+ * page (only if it must) so the whole panel is on screen.
+ */
+export function centre(marks) {
   const box = $("doc-text");
   box.scrollTop = 0;
-  if (marks.length) {
-    // Scroll the document itself to the first span, a third down; move the page only if it must.
-    const offset = marks[0].getBoundingClientRect().top - box.getBoundingClientRect().top;
-    box.scrollTop = Math.max(0, offset - box.clientHeight / 3);
-    marks[0].scrollIntoView({ block: "nearest", inline: "nearest" });
-  }
-  return marks;
+  const panel = $("doc-panel").getBoundingClientRect();
+  if (panel.top < 0 || panel.bottom > window.innerHeight) window.scrollBy(0, panel.top < 0 ? panel.top - 8 : panel.bottom - window.innerHeight + 8);
+  const first = marks.find((m) => m.getClientRects().length);
+  if (!first) return;
+  const mark = first.getBoundingClientRect();
+  const inner = box.getBoundingClientRect();
+  const offset = mark.top - inner.top + mark.height / 2;
+  box.scrollTop = Math.max(0, offset - box.clientHeight / 2);
 }
 
 export function otherSpans(state, url, exceptIndex = -1) {
