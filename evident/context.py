@@ -144,6 +144,18 @@ class EvidentContext(BaseModel):
         0.4, ge=0.0, le=1.0, description="Share of meaning in the hybrid ranking and the offline extractor's "
         "scores (0: words only; evident.embeddings.meaning.fuse).")
 
+    # The offline engine's answerability gate (evident/offline/answerability.py), from the tune split's
+    # trade-off curve (benchmarks/abstention.py, docs/evaluation.md).
+    answer_meaning_weight: float = Field(
+        0.7, ge=0.0, le=1.0, description="Share of a window's cosine to the query (at most its coverage of "
+        "the question's words) in the offline engine's answerability; the rest is that coverage.")
+    answer_gate: float = Field(
+        0.31, ge=0.0, le=1.0, description="Answerability the offline engine needs to answer when the text was "
+        "retrieved by meaning; below it, 'Not sufficient information to answer.'")
+    answer_words_gate: float = Field(
+        0.32, ge=0.0, le=1.0, description="Coverage of the question's words the offline engine needs to answer "
+        "when the text was retrieved by words alone (no embeddings).")
+
     @field_validator("corpus", mode="before")
     @classmethod
     def _one_or_many(cls, v: Any) -> Any:

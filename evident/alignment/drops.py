@@ -33,7 +33,7 @@ REPEATED: Final = "a repeat of a passage of another batch"
 CONTAINED: Final = "contained in a longer passage of the same document"
 # offline/extractor.py:extract_passages — the offline extractor answers with its best windows only:
 # at most `max_passages` in all, `max_per_document` per document, none much weaker than the best,
-# and nothing when no window covers `min_coverage` of the question (the caller abstains).
+# and nothing when no window passes the answerability gate (offline/answerability.py; the caller abstains).
 OFFLINE_CAP: Final = "not among the offline extractor's best windows"
 
 # -- align: a decision with action "dropped" (its `reason`) --------------------------------------

@@ -79,10 +79,11 @@ def bm25_answer(key: str, query_id: str, query: str, docs: list[SourceDocument])
     """The top-1 document's best window, quoted verbatim and cited."""
     import time
 
+    from evident.offline.answerability import ALWAYS
     from evident.offline.extractor import extract_passages
 
     start = time.perf_counter()
-    found = extract_passages(query, docs[:1], max_passages=1, min_coverage=0.0) if docs else []
+    found = extract_passages(query, docs[:1], max_passages=1, gate=ALWAYS) if docs else []
     ms = round((time.perf_counter() - start) * 1000, 2)
     if not found:
         return MethodRecord(key=key, query_id=query_id, method="bm25", outcome="insufficient",

@@ -24,6 +24,7 @@ from evident.llm.models import DEFAULT_MODELS, Models
 from evident.llm.replies import BatchExtraction
 from evident.nodes.common import NodeRuntime, timed
 from evident.nodes.names import EXTRACT, EXTRACT_BATCH, POSTPROCESS, batch_timing
+from evident.offline.answerability import AnswerGate
 from evident.offline.extractor import extract_passages
 from evident.prompts.render import render_document
 from evident.state import EvidentState, ExtractBatch, ExtractUpdate
@@ -62,7 +63,8 @@ def merge_passages(groups: Sequence[Sequence[Passage]]) -> list[Passage]:
 
 def _offline(query: str, docs: Sequence[SourceDocument], ctx: EvidentContext) -> list[Passage]:
     """The offline extractor's passages; documents retrieved by meaning are read by meaning too."""
-    return extract_passages(query, docs, max_passages=ctx.max_passages, semantic_weight=ctx.semantic_weight)
+    return extract_passages(query, docs, max_passages=ctx.max_passages, semantic_weight=ctx.semantic_weight,
+                            gate=AnswerGate.of(ctx))
 
 
 def make_extract_nodes(

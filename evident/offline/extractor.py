@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 from evident.alignment.models import Passage, SourceDocument
 from evident.embeddings.meaning import Window, fuse, semantic_windows
+from evident.offline.answerability import DEFAULT_GATE, AnswerGate, Evidence
 from evident.offline.scoring import Scorer, heading_terms, under_heading, window_score
 from evident.offline.sentences import CONTINUATIONS
 from evident.offline.units import Unit, analyse
 
-__all__ = ["address_score", "extract_passages"]
+__all__ = ["address_score", "extract_passages", "window_evidence"]
 
 # A window is the best unit plus what continues it; beyond this it stops being a quote and becomes a page.
 MAX_WINDOW = 3
@@ -25,10 +26,6 @@ MAX_WINDOW = 3
 MAX_LABELLED_WINDOW = 5
 # A table row further than this below its header is quoted without it (the window would be the table).
 MAX_HEADER_GAP = 3
-# Abstention threshold on `address_score`, chosen on the development set's trade-off curve
-# (benchmarks/abstention.py, docs/evaluation.md): false abstention at most 3% of answerable questions.
-# 0.32 (was 0.28) with the proximity-aware retrieval of rules 29-30 (docs/evaluation.md, rule 31).
-MIN_COVERAGE = 0.32
 # Windows after the first need less coverage (multi-part questions) but must stay near the best one.
 SECONDARY_COVERAGE_RATIO = 0.5
 SECONDARY_SCORE_RATIO = 0.5
@@ -50,6 +47,12 @@ class _Window:
     end: int
     # The first unit quoted: `first`, or the page's opening heading right above it (`_opening_heading`).
     lead: int
+    # The best cosine of its units to the query; None when its page was not read by meaning.
+    cosine: float | None = None
+
+    @property
+    def evidence(self) -> Evidence:
+        return Evidence(self.coverage, self.cosine)
 
 
 def _grow(
@@ -252,8 +255,9 @@ def _windows(
     if meaning and windows:
         best = [max((cosine.get((w.doc, k), 0.0) for k in range(w.first, w.last + 1)), default=0.0)
                 for w in windows]  # fmt: skip
-        for w, score in zip(windows, fuse([w.score for w in windows], best, semantic_weight), strict=True):
+        for w, score, cos in zip(windows, fuse([w.score for w in windows], best, semantic_weight), best, strict=True):
             w.score = score
+            w.cosine = cos if meaning[w.doc] else None
     windows.sort(key=lambda w: (-w.score, w.doc, w.first))
     return scorer, units, windows
 
@@ -264,13 +268,19 @@ def unit_cosine(windows: Sequence[Window], start: int, end: int) -> float:
 
 
 def address_score(query: str, documents: Sequence[SourceDocument]) -> float:
-    """How well the retrieved text addresses `query` (0..1): the largest share of the query's
-    weighted terms that one window covers, among windows holding a specific term. The extractor
-    abstains below its `min_coverage`; benchmarks/abstention.py draws the trade-off curve of it."""
+    """How well the retrieved text addresses `query` by its words (0..1): the largest share of the
+    query's weighted terms that one window covers. Read by words alone, the extractor abstains below
+    `AnswerGate.words_gate` of it."""
     if not documents:
         return 0.0
     _, _, windows = _windows(query, documents)
     return max((w.coverage for w in windows), default=0.0)
+
+
+def window_evidence(query: str, documents: Sequence[SourceDocument], semantic_weight: float = 0.0) -> list[Evidence]:
+    """What the answerability gate reads of every candidate window, as `extract_passages` forms them
+    (benchmarks/abstention.py draws the gate's trade-off curve from it)."""
+    return [w.evidence for w in _windows(query, documents, semantic_weight)[2]] if documents else []
 
 
 def extract_passages(
@@ -279,8 +289,8 @@ def extract_passages(
     *,
     max_passages: int = 6,
     max_per_document: int = 3,
-    min_coverage: float = MIN_COVERAGE,
     semantic_weight: float = 0.0,
+    gate: AnswerGate = DEFAULT_GATE,
 ) -> list[Passage]:
     """Verbatim sentence windows from `documents` (in retrieval rank order) relevant to `query`.
 
@@ -291,8 +301,7 @@ def extract_passages(
     (ties: document order, then position); at most `max_per_document` per document, never
     overlapping; then the same text on other retrieved pages, cited there too (`_with_copies`; these
     copies do not count toward `max_passages`).
-    Returns [] when `address_score` is below `min_coverage` (no window covers that
-    share of the query's IDF-weighted term weight with at least one specific, high-IDF term): the
+    Returns [] when no window is answerable enough for `gate` (`evident.offline.answerability`): the
     caller then answers "not sufficient information".
 
     `semantic_weight`: the share of meaning in the windows' ranking, for documents retrieved by meaning
@@ -303,9 +312,11 @@ def extract_passages(
     scorer, units, windows = _windows(query, documents, semantic_weight)
     if not windows:
         return []
-    best = next((w for w in windows if w.coverage >= min_coverage), None)
-    if best is None:
+    if not any(gate.admits(w.evidence) for w in windows):
         return []
+    # The gate decides whether to answer; the answer leads as the words choose when they cover enough.
+    best = next((w for w in windows if w.coverage >= gate.words_gate), None) or next(
+        w for w in windows if gate.admits(w.evidence))
 
     chosen: list[tuple[int, int, int]] = []  # (document, first unit, last unit), best first
     per_doc: dict[int, int] = {}
@@ -316,7 +327,7 @@ def extract_passages(
         if w is not best and (
             # The coverage floor keeps out another page's text that meets a stray part of the
             # question; the page the answer leads with is on its topic already (rule 51).
-            (w.coverage < min_coverage * SECONDARY_COVERAGE_RATIO and w.doc != best.doc)
+            (w.coverage < gate.words_gate * SECONDARY_COVERAGE_RATIO and w.doc != best.doc)
             or (w.score < SECONDARY_SCORE_RATIO * best.score and not _says_more(w, best))
             # One shared word ("team") is a coincidence; the first window already answers it.
             or w.matched < min(2, len(scorer.weights))

@@ -4,8 +4,7 @@ windows (`SEMANTIC_WINDOWS`) join each sentence's lexical score at `semantic_wei
 The cosines here are made by hand: they are the extractor's input contract (spans into the text and a
 number each), whatever embedded them. What is pinned: meaning can lead with a sentence that says the
 answer in other words; weight 0, or no metadata, or metadata that does not fit the text, leaves the
-words' ranking exactly as it was; and meaning never makes the extractor answer where the words do not
-cover the question (the abstention stays lexical).
+words' ranking exactly as it was; meaning joins the answerability gate but never passes it alone.
 """
 
 from __future__ import annotations
@@ -20,7 +19,8 @@ from hypothesis import strategies as st
 from evident.alignment.models import Passage, SourceDocument
 from evident.connectors.index.loaders import load_corpus
 from evident.embeddings.meaning import SEMANTIC_WINDOWS
-from evident.offline.extractor import MIN_COVERAGE, address_score, extract_passages
+from evident.offline.answerability import DEFAULT_GATE, AnswerGate, answerability
+from evident.offline.extractor import address_score, extract_passages, window_evidence
 
 QUESTION = "How long does an old API key keep working after I rotate it?"
 # Shares "rotate" and "key" with the question, and says nothing of how long.
@@ -100,20 +100,28 @@ def test_windows_that_do_not_fit_the_text_are_not_read() -> None:
         assert extract_passages(QUESTION, [_page(broken)], semantic_weight=0.4) == lexical, broken
 
 
-def test_no_window_reaching_coverage_by_words_means_no_answer_whatever_the_meaning() -> None:
+def test_meaning_alone_never_passes_the_gate() -> None:
     everything_means_it = [[*_span(HOW_TO), 0.99], [*_span(GRACE), 0.99], [*_span(LISTED), 0.99]]
     page = _page(everything_means_it)
     unanswerable = "What is the password for the guest Wi-Fi in the Paris office?"
     for weight in (0.0, 0.4, 1.0):
         assert extract_passages(unanswerable, [page], semantic_weight=weight) == []
-    # The question is answerable, but no window covers as much of it as is asked: meaning does not lower
-    # the bar.
+    assert all(e.coverage == 0.0 for e in window_evidence(unanswerable, [page], 0.4))
+
+
+def test_read_by_meaning_the_gate_reads_words_and_meaning() -> None:
+    page = _page(BY_SENTENCE)
     covered = address_score(QUESTION, [_page()])
-    assert MIN_COVERAGE <= covered < 0.9
-    for weight in (0.0, 0.4, 1.0):
-        assert extract_passages(QUESTION, [page], semantic_weight=weight, min_coverage=0.9) == []
-        assert extract_passages(QUESTION, [page], semantic_weight=weight, min_coverage=covered) != []
-    # The score the abstention is decided on does not read the metadata at all.
+    assert DEFAULT_GATE.words_gate <= covered < 0.9
+    best = max(answerability(e, DEFAULT_GATE.meaning_weight) for e in window_evidence(QUESTION, [page], 0.4))
+    assert best >= DEFAULT_GATE.gate
+    strict = AnswerGate(DEFAULT_GATE.meaning_weight, gate=0.9, words_gate=0.9)
+    just = AnswerGate(DEFAULT_GATE.meaning_weight, gate=best, words_gate=1.0)
+    assert extract_passages(QUESTION, [page], semantic_weight=0.4, gate=strict) == []
+    assert extract_passages(QUESTION, [page], semantic_weight=0.4, gate=just) != []
+    # Read by words alone (weight 0, or no metadata), the coverage gate decides.
+    assert extract_passages(QUESTION, [page], semantic_weight=0.0, gate=just) == []
+    # The words' score does not read the metadata at all.
     assert address_score(QUESTION, [page]) == covered
 
 

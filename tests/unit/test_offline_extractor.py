@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from evident.alignment.models import SourceDocument
 from evident.offline import scoring
+from evident.offline.answerability import AnswerGate
 from evident.offline.extractor import extract_passages
 from evident.offline.scoring import Scorer, window_score
 from evident.offline.sentences import split_sentences
@@ -233,11 +234,11 @@ def test_rank_breaks_ties_between_identical_documents() -> None:
     assert passages[0].content == passages[1].content == "The office wifi password rotates every Monday."
 
 
-def test_min_coverage_is_configurable() -> None:
+def test_the_gate_is_configurable() -> None:
     docs = corpus()
     query = "Does the Lisbon offsite include lunch and a spa afternoon with massages?"
-    assert extract_passages(query, docs, min_coverage=0.95) == []
-    assert extract_passages(query, docs, min_coverage=0.2)
+    assert extract_passages(query, docs, gate=AnswerGate(0.6, gate=0.95, words_gate=0.95)) == []
+    assert extract_passages(query, docs, gate=AnswerGate(0.6, gate=0.2, words_gate=0.2))
 
 
 def test_alignment_keeps_every_passage() -> None:

@@ -10,8 +10,9 @@ from evident.alignment.models import AlignmentDecision, SourceDocument
 from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.index.fts_query import weighted_terms
 from evident.conversation.asking import SCENARIO_WEIGHT, message_parts, message_words
+from evident.offline.answerability import DEFAULT_GATE
 from evident.offline.composer import MAX_LONG_SENTENCES, MAX_SENTENCES, compose_answer
-from evident.offline.extractor import MIN_COVERAGE, address_score, extract_passages
+from evident.offline.extractor import address_score, extract_passages
 
 LEAVE = SourceDocument(
     url="hr/leave.md", title="Leave",
@@ -118,9 +119,9 @@ def test_a_matching_section_heading_points_at_the_text_below_it() -> None:
 
 def test_abstains_when_the_retrieved_text_does_not_address_the_question() -> None:
     query = "How do I disinfect my kitchen during the pandemic?"
-    assert address_score(query, [LEAVE, CANTEEN]) < MIN_COVERAGE
+    assert address_score(query, [LEAVE, CANTEEN]) < DEFAULT_GATE.words_gate
     assert extract_passages(query, [LEAVE, CANTEEN]) == []
-    assert address_score("How long does parental leave last?", [LEAVE, CANTEEN]) >= MIN_COVERAGE
+    assert address_score("How long does parental leave last?", [LEAVE, CANTEEN]) >= DEFAULT_GATE.words_gate
 
 
 def test_answers_stay_short_and_on_topic_unless_a_sentence_continues_the_last() -> None:

@@ -223,7 +223,7 @@ def test_the_coverage_floor_is_for_other_pages_than_the_leads(monkeypatch: pytes
     other = SourceDocument(url="KB-4", title="Grants", content=(
         "A federal consolidation grant is rare.\n\nGrants need no repayment."))
     _, _, windows = extractor._windows(query, [lead, other])
-    floor = extractor.MIN_COVERAGE * extractor.SECONDARY_COVERAGE_RATIO
+    floor = extractor.DEFAULT_GATE.words_gate * extractor.SECONDARY_COVERAGE_RATIO
     assert [(w.doc, w.coverage < floor, w.matched) for w in windows[1:3]] == [(0, True, 2), (1, True, 2)]
     assert [p.content for p in extract_passages(query, [lead, other])] == [
         lead.content.split("\n\n")[0], "Learn about federal consolidation first."]
