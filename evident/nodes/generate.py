@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evident.context import EvidentContext, run_settings
+from evident.conversation.messages import earlier_answers
 from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
 from evident.llm.models import DEFAULT_MODELS, Models
 from evident.llm.replies import refusal_of, text_of
@@ -61,7 +62,8 @@ def make_generate(models: Models) -> Callable[[EvidentState, NodeRuntime], Draft
                 except Exception as exc:  # any model failure degrades this step, never the query
                     failure = describe_failure(exc, ctx)
                     update["model_errors"] = [failure.to_error(models.name(ctx), GENERATE, OFFLINE_FALLBACK)]
-            update["draft"] = compose_answer(state["query"], state.get("verified") or [])
+            said = earlier_answers(state.get("messages") or [])
+            update["draft"] = compose_answer(state["query"], state.get("verified") or [], said=said)
             update["generated_by"] = "offline"
         return update
 

@@ -215,6 +215,16 @@ def _unrepeated(sentences: list[_Sentence]) -> list[_Sentence]:
     ]
 
 
+def _unsaid(sentences: list[_Sentence], said: str) -> list[_Sentence]:
+    """Without the sentences an earlier answer of the conversation already gave (`said`, folded),
+    when the question finds something new: a follow-up is answered by what it adds. When every
+    relevant sentence was said before, the new turn asks for them again and they stay."""
+    if not said:
+        return sentences
+    new = [s for s in sentences if _folded(s.text) not in said]
+    return new if any(s.relevance > 0 for s in new) else sentences
+
+
 def _named_rows(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     """Without the table rows about something else than the row the question names: asked about
     "error TF-2202", the rows of TF-2301 and TF-2401 share only their columns' words ("The pipeline
@@ -273,13 +283,14 @@ def _kept_orders(sentences: list[_Sentence], cap: int) -> set[int]:
     return keep
 
 
-def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
+def _select(sentences: list[_Sentence], query: str, said: str = "") -> list[_Sentence]:
     """Usually MAX_SENTENCES (up to MAX_LONG_SENTENCES, see there), preferring those that share query
-    terms, kept in source order."""
+    terms, kept in source order; sentences already said (`_unsaid`) only when nothing new is found."""
     weights = query_weights(query)
     for s in sentences:
         present = set(unit_terms(s.text))
         s.relevance = sum(w for t, w in weights.items() if t in present)
+    sentences = _unsaid(sentences, said)
     own = {s.order for s in sentences if s.relevance > 0}
     for s in sentences:
         # A list item is as relevant as the label that introduces it, and the label as its best item.
@@ -382,8 +393,12 @@ def _render_weak(query: str, sentences: list[_Sentence]) -> str:
     return "\n".join(lines)
 
 
-def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *, weak_coverage: float = 0.5) -> str:
+def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *, weak_coverage: float = 0.5,
+                   said: Sequence[str] = ()) -> str:
     """An extractive, fully cited answer from the verified (non-dropped) decisions, in the order given.
+
+    `said` holds the conversation's earlier answers: a sentence one of them already gave is left
+    out, unless no other sentence answers the question.
 
     When the chosen sentences cover less than `weak_coverage` of the query's term weight, the answer
     is the "does not explicitly state" preface followed by the details as bullets. "" when nothing
@@ -391,7 +406,8 @@ def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *, weak_c
     """
     live = [d for d in decisions if d.action != "dropped" and d.quote.strip()]
     # A verified passage none of whose sentences are shown is not cited (drops.NOT_CHOSEN).
-    sentences = unprompted(selected := _select(every := _sentences(live), query), every)
+    earlier = " \n ".join(" ".join(a.casefold().split()) for a in said)
+    sentences = unprompted(selected := _select(every := _sentences(live), query, earlier), every)
     if not sentences:
         return ""
     covered = answer_coverage(query, " ".join(s.text for s in selected))  # a prompt says what is answered
