@@ -52,6 +52,7 @@ _REPLIES = re.compile(
 )
 _CITATION = re.compile(r"\[[^\]]*\]")
 _QUESTION = re.compile(r"[^.?!\n]*\?")
+_DEMONSTRATIVE = re.compile(r"\b(?:these|those)\s+[a-z]\w*", re.IGNORECASE)
 # A question with more content words than this, and no opener, names its own topic.
 SELF_CONTAINED_TERMS = 3
 MAX_ADDED_TERMS = 12
@@ -82,6 +83,10 @@ def is_elliptical(question: str) -> bool:
     written = _WORD.findall(question)
     pointing = any(_fold(w) in _ANAPHORS for w in written)
     if pointing and len(terms) <= SELF_CONTAINED_TERMS:
+        return True
+    # "those days", "these forms": a plural demonstrative before a noun names something said before,
+    # however many words the message has ("Do business trips count towards those days?").
+    if _DEMONSTRATIVE.search(question):
         return True
     # One lower-case content word ("how long?", "what is the deadline?") names no topic; a name or an
     # acronym ("what is Ledgerly?", "what is the VPN?") does.

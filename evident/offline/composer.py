@@ -290,7 +290,6 @@ def _select(sentences: list[_Sentence], query: str, said: str = "") -> list[_Sen
     for s in sentences:
         present = set(unit_terms(s.text))
         s.relevance = sum(w for t, w in weights.items() if t in present)
-    sentences = _unsaid(sentences, said)
     own = {s.order for s in sentences if s.relevance > 0}
     for s in sentences:
         # A list item is as relevant as the label that introduces it, and the label as its best item.
@@ -298,11 +297,15 @@ def _select(sentences: list[_Sentence], query: str, said: str = "") -> list[_Sen
             label = sentences[s.parent]
             s.relevance = max(s.relevance, label.relevance)
             label.relevance = max(label.relevance, s.relevance)
-    # Passages far less on-topic than the best one make the answer longer, not better.
+    # Passages far less on-topic than the best one make the answer longer, not better. A passage's
+    # topicality counts the sentences an earlier answer gave; the best one is measured without them
+    # (it is not shown again, so it must not push the new sentences below the floor).
     best: dict[int, float] = {}
     for s in sentences:
         best[s.passage] = max(best.get(s.passage, 0.0), s.relevance)
-    top = max(best.values(), default=0.0)
+    # After the labels lent their relevance (they are found by position in the full list).
+    sentences = _unsaid(sentences, said)
+    top = max((s.relevance for s in sentences), default=0.0)
     last_relevant: dict[int, int] = {}
     for s in sentences:
         if s.relevance > 0:

@@ -30,7 +30,7 @@ def answer(text: str, standalone: str | None = None) -> Turn:
 def test_elliptical_messages_are_recognised() -> None:
     for message in ["and if I'm a contractor?", "How long does that take?", "What about Seattle?",
                     "Who approves it?", "how long?", "what is the deadline?", "Same for interns?",
-                    "Where should I keep my laptop then?"]:
+                    "Where should I keep my laptop then?", "Do business trips count towards those days?"]:
         assert is_elliptical(message), message
 
 
