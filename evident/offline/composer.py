@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
+from evident.conversation.said import said_before, said_text
 from evident.offline.preface import PREFACE_LEAD, PREFACE_TAIL, preface
 from evident.offline.sentences import CONTINUATIONS, Kind, is_noise, split_units, strip_marker
 from evident.offline.terms import content_keys, coverage, query_weights, unit_terms
@@ -221,7 +222,7 @@ def _unsaid(sentences: list[_Sentence], said: str) -> list[_Sentence]:
     relevant sentence was said before, the new turn asks for them again and they stay."""
     if not said:
         return sentences
-    new = [s for s in sentences if _folded(s.text) not in said]
+    new = [s for s in sentences if not said_before(s.text, said)]
     return new if any(s.relevance > 0 for s in new) else sentences
 
 
@@ -409,7 +410,7 @@ def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *, weak_c
     """
     live = [d for d in decisions if d.action != "dropped" and d.quote.strip()]
     # A verified passage none of whose sentences are shown is not cited (drops.NOT_CHOSEN).
-    earlier = " \n ".join(" ".join(a.casefold().split()) for a in said)
+    earlier = said_text(said)
     sentences = unprompted(selected := _select(every := _sentences(live), query, earlier), every)
     if not sentences:
         return ""

@@ -240,3 +240,21 @@ def test_follow_ups_answer_what_they_add(examples: Path) -> None:
     g.invoke(say("How many vacation days do I get?"), config=thread("leave"), context=ctx)
     carry = g.invoke(say("And can I carry them over?"), config=thread("leave"), context=ctx)
     assert any("You may carry over up to 5 unused days" in c.quote for c in carry["citations"])
+
+
+def test_the_model_is_not_offered_a_passage_an_earlier_answer_gave(server: OpenAIServer) -> None:
+    """LLM mode: generation sees only the passages the conversation has not already been given."""
+    g = build_graph(retriever=retriever(TRAVEL, EXPENSES))
+    ctx = llm_context(server)
+    server.respond_with(rewriting("What else do the travel and expense policies say?"))
+    said = "Expense reports must be submitted in Ledgerly within 30 days of the trip's end date."
+    messages = [HumanMessage("When are expense reports due?"), AIMessage(f"{said} [{EXPENSES}]"),
+                HumanMessage("what else?")]
+    out = g.invoke({"messages": messages}, context=ctx)
+    assert out["status"] == "answered"
+    assert said in {d.quote for d in out["verified"]}  # extracted and verified again ...
+    generation = server.requests[-1].text
+    assert "Employees must book flights" in generation
+    assert said not in generation  # ... but not offered to the answer
+    assert said not in out["answer"]
+    check_grounded(out)
