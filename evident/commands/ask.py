@@ -24,6 +24,7 @@ def result_json(state: dict[str, Any], query: str, qid: Any = None) -> dict[str,
     out: dict[str, Any] = {} if qid is None else {"id": qid}
     out.update(
         query=query,
+        standalone_query=state.get("standalone_query") or query,
         status=state.get("status", "error"),
         answer=state.get("answer", ""),
         citations=dump(state.get("citations")),
@@ -46,7 +47,7 @@ def error_json(query: Any, message: str, qid: Any = None, line: int | None = Non
     out: dict[str, Any] = {} if qid is None else {"id": qid}
     if line is not None:
         out["line"] = line
-    out.update(query=query if isinstance(query, str) else None, status="error", answer="",
+    out.update(query=query if isinstance(query, str) else None, standalone_query="", status="error", answer="",
                citations=[], retrieved=[], passages=[], alignment=[], source_errors=[],
                model_errors=[], extraction_notes=[], generated_by="", timings_ms={}, error=message)
     return out

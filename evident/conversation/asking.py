@@ -15,7 +15,8 @@ import unicodedata
 
 from evident.alignment.lexicon import STOPWORDS, words
 
-__all__ = ["CHAT", "MIN_ASKING_WORDS", "SCENARIO_WEIGHT", "message_parts", "message_words"]
+__all__ = ["CARRIED_WEIGHT", "CHAT", "MIN_ASKING_WORDS", "SCENARIO_WEIGHT", "carried_part", "message_parts",
+           "message_words"]
 
 # Words of greetings, thanks and requests: never evidence, so they weigh nothing in retrieval or
 # matching (a rare one like "regarding" would otherwise outrank the topic words).
@@ -70,10 +71,37 @@ SCENARIO_WEIGHT = 0.7
 MIN_ASKING_WORDS = 2
 
 
+# Weight of the words a follow-up's standalone form carries over from the conversation (the
+# parenthesised tail the offline rewrite adds, `evident.conversation.rule`) relative to the new
+# turn's own words: they keep the topic, the new words say what is asked about it.
+CARRIED_WEIGHT = 0.5
+# The carried tail: one parenthesised group closing the message, "And who approves it? (expense report)".
+_CARRIED = re.compile(r"\s*\(([^()]*)\)\s*$")
+
+
+def carried_part(query: str) -> tuple[str, str]:
+    """(the new turn's own words, the words carried from the conversation or "")."""
+    match = _CARRIED.search(query)
+    if not match or not match.group(1).strip() or not query[: match.start()].strip():
+        return query, ""
+    return query[: match.start()], match.group(1).strip()
+
+
 def message_parts(query: str) -> list[tuple[str, float]]:
     """The message's sentences with their weight: 1 for the asking part, SCENARIO_WEIGHT for the
-    rest; a message with no recognisable asking sentence weighs every sentence 1."""
-    parts = [p.strip() for p in _SENTENCE_END.split(unicodedata.normalize("NFKC", query)) if p.strip()]
+    rest; a message with no recognisable asking sentence weighs every sentence 1. Words carried over
+    from the conversation (`carried_part`) come last, at CARRIED_WEIGHT, unless the new turn names
+    nothing itself ("yes"), when they are the whole topic and weigh 1."""
+    own, carried = carried_part(unicodedata.normalize("NFKC", query))
+    parts = _own_parts(own)
+    if not carried:
+        return parts
+    named = any(_topic_words(p) for p, _ in parts)
+    return [*parts, (carried, CARRIED_WEIGHT if named else 1.0)]
+
+
+def _own_parts(query: str) -> list[tuple[str, float]]:
+    parts = [p.strip() for p in _SENTENCE_END.split(query) if p.strip()]
     content = [p for p in parts if _topic_words(p)]
     if not content:
         return [(p, 1.0) for p in parts]

@@ -62,6 +62,12 @@ def to_turns(messages: Sequence[Any]) -> tuple[list[Turn], str | None]:
     return turns, None
 
 
+def earlier_answers(messages: Sequence[Any], limit: int = 6) -> list[str]:
+    """The text of the conversation's last `limit` assistant messages (what was already said)."""
+    texts = [text_of(m) or "" for m in messages if role_of(m) == "assistant"]
+    return [t for t in texts[-limit:] if t.strip()] if limit > 0 else []
+
+
 def answered(message: Any) -> bool:
     """Whether a message is one of this graph's answers (as opposed to one a client sent)."""
     return role_of(message) == "assistant" and "status" in (getattr(message, "additional_kwargs", None) or {})

@@ -8,6 +8,14 @@ standalone form, so a chain of follow-ups keeps its topic):
     "How many days do I have to submit an expense report?" → "And if I'm a contractor?"
     ⇒ "And if I'm a contractor? (days submit expense report)"
 
+A message that replies to the assistant's question ("yes", "no, I'm a veteran") is the answer to
+that question: it carries the question's terms first, then the previous question's:
+
+    "Are you applying as a veteran?" → "no"  ⇒ "no (applying veteran …)"
+
+The carried terms stay in parentheses at the end: retrieval and the offline engine weigh them
+below the new turn's own words (`evident.conversation.asking.CARRIED_WEIGHT`).
+
 Deterministic: the same conversation always gives the same question.
 """
 
@@ -21,6 +29,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from evident.alignment.lexicon import STOPWORDS, content_terms
+from evident.models import INSUFFICIENT_ANSWER
 
 Role = Literal["user", "assistant"]
 
@@ -35,9 +44,18 @@ _ANAPHORS = frozenset(
     "it its it's that this these those they them their theirs there then he she him her his such same one ones "
     "former latter above".split()
 )
+# A message that opens like this replies to a question the assistant asked.
+_REPLIES = re.compile(
+    r"^\s*(yes|yeah|yep|yup|no|nope|nah|not|sure|ok|okay|correct|right|exactly|of course|i do|i don'?t|i am|i'?m not|"
+    r"i have|i haven'?t|i did|i didn'?t)\b",
+    re.IGNORECASE,
+)
+_CITATION = re.compile(r"\[[^\]]*\]")
+_QUESTION = re.compile(r"[^.?!\n]*\?")
+_DEMONSTRATIVE = re.compile(r"\b(?:these|those)\s+[a-z]\w*", re.IGNORECASE)
 # A question with more content words than this, and no opener, names its own topic.
 SELF_CONTAINED_TERMS = 3
-MAX_ADDED_TERMS = 8
+MAX_ADDED_TERMS = 12
 # Words as the user wrote them, case and all, apostrophes and hyphens kept ("it's", "e-mail"): they
 # are put back into the question, so unlike `lexicon.words` (folded match keys) they stay whole.
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
@@ -65,6 +83,10 @@ def is_elliptical(question: str) -> bool:
     written = _WORD.findall(question)
     pointing = any(_fold(w) in _ANAPHORS for w in written)
     if pointing and len(terms) <= SELF_CONTAINED_TERMS:
+        return True
+    # "those days", "these forms": a plural demonstrative before a noun names something said before,
+    # however many words the message has ("Do business trips count towards those days?").
+    if _DEMONSTRATIVE.search(question):
         return True
     # One lower-case content word ("how long?", "what is the deadline?") names no topic; a name or an
     # acronym ("what is Ledgerly?", "what is the VPN?") does.
@@ -98,14 +120,37 @@ def previous_question(history: Sequence[Turn]) -> str | None:
     return None
 
 
+def last_answer(history: Sequence[Turn]) -> str:
+    """The text of the last assistant message without its citations ("" when it answered nothing)."""
+    for turn in reversed(history):
+        if turn.role == "assistant":
+            text = _CITATION.sub(" ", turn.content)
+            return "" if text.strip() == INSUFFICIENT_ANSWER else text
+    return ""
+
+
+def asked_back(question: str, history: Sequence[Turn]) -> str | None:
+    """The assistant's question that `question` replies to ("yes", "no, I'm a veteran"): the last
+    question in the assistant's last message, when the message opens like a reply; else None."""
+    if not history or history[-1].role != "assistant" or not _REPLIES.match(question):
+        return None
+    asked = _QUESTION.findall(history[-1].content)
+    return asked[-1].strip() if asked else None
+
+
 def condense(question: str, history: Sequence[Turn]) -> tuple[str, bool]:
     """(the standalone question, whether the rule changed it). `history` is the conversation before
     `question`, oldest first."""
     question = question.strip()
     before = previous_question(history)
-    if not before or not is_elliptical(question):
+    reply_to = asked_back(question, history)
+    if not before or not (reply_to or is_elliptical(question)):
         return question, False
-    added = salient_terms(before, exclude=content_terms(question))[:MAX_ADDED_TERMS]
+    # What a follow-up refers to, nearest first: the assistant's question it replies to, the previous
+    # question, then, for a reply, the rest of the assistant's message (the question's context).
+    said = last_answer(history) if reply_to else ""
+    referred = " ".join(x for x in (reply_to, before, said) if x)
+    added = salient_terms(referred, exclude=content_terms(question))[:MAX_ADDED_TERMS]
     if not added:
         return question, False
     return f"{question} ({' '.join(added)})", True

@@ -19,7 +19,7 @@ class RetrievalRecord(BaseModel):
     key: str
     query_id: str
     # The standalone question retrieval searched for, when the question was a follow-up ("" otherwise).
-    question: str = ""
+    standalone_query: str = ""
     urls: list[str]
     hashes: list[str]
     latency_ms: float = 0.0

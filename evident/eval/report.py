@@ -47,7 +47,8 @@ class EvalResult(BaseModel):
         scores = {m: got if len(got := sem.scores.get(m, [])) == len(rows) else [None] * len(rows)
                   for m, rows in ran.items()}
         records = {
-            m: [{"query": r.query.query, "reference_answer": r.query.answer, "retrieved": r.retrieval.urls,
+            m: [{"query": r.query.query, "standalone_query": r.retrieval.standalone_query or r.query.query,
+                 "reference_answer": r.query.answer, "retrieved": r.retrieval.urls,
                  **r.record.model_dump(mode="json"), **({"semantic": s.model_dump()} if s is not None else {})}
                 for r, s in zip(rows, scores[m], strict=True)]
             for m, rows in ran.items()

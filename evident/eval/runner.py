@@ -119,11 +119,11 @@ def evaluate(
             bar.update(task, description=f"{q.id} retrieve")
             ret, docs = retriever().search(q.id, question, key)
             if q.history:
-                ret = ret.model_copy(update={"question": question, "errors": [*problems, *ret.errors]})
+                ret = ret.model_copy(update={"standalone_query": question, "errors": [*problems, *ret.errors]})
             store.add_retrieval(ret, docs)
             count("retrieval")
         # A follow-up is answered as its standalone question, by every method alike.
-        question = ret.question or q.query
+        question = ret.standalone_query or q.query
         docs = with_meaning(store.docs_of(ret), ret)
         texts = {d.url: d.content for d in docs}
         rows: dict[str, Row] = {}

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from evident.context import EvidentContext, run_settings
+from evident.conversation.messages import earlier_answers
+from evident.conversation.said import fresh_passages, said_text
 from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
 from evident.llm.models import DEFAULT_MODELS, Models
 from evident.llm.replies import refusal_of, text_of
@@ -31,8 +33,10 @@ _CALL_CONFIG: dict[str, Any] = {"run_name": "generate_answer"}
 
 def generate_with_model(model: Any, ctx: EvidentContext, state: EvidentState) -> str:
     """The model's draft; raises `ModelFailure` when there is no usable one."""
+    # A passage an earlier answer already quoted is not offered again, unless nothing else is left.
+    verified = fresh_passages(state.get("verified") or [], said_text(earlier_answers(state.get("messages") or [])))
     messages = GENERATION_PROMPT.format_messages(
-        passages=render_passages(state.get("verified") or [], state.get("documents") or []), query=state["query"]
+        passages=render_passages(verified, state.get("documents") or []), query=state["query"]
     )
     def request() -> Any:
         with server_slot(ctx, model):  # the timeout starts when the request is sent, not while queued
@@ -61,7 +65,8 @@ def make_generate(models: Models) -> Callable[[EvidentState, NodeRuntime], Draft
                 except Exception as exc:  # any model failure degrades this step, never the query
                     failure = describe_failure(exc, ctx)
                     update["model_errors"] = [failure.to_error(models.name(ctx), GENERATE, OFFLINE_FALLBACK)]
-            update["draft"] = compose_answer(state["query"], state.get("verified") or [])
+            said = earlier_answers(state.get("messages") or [])
+            update["draft"] = compose_answer(state["query"], state.get("verified") or [], said=said)
             update["generated_by"] = "offline"
         return update
 

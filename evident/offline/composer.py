@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
+from evident.conversation.said import said_before, said_text
 from evident.offline.preface import PREFACE_LEAD, PREFACE_TAIL, preface
 from evident.offline.sentences import CONTINUATIONS, Kind, is_noise, split_units, strip_marker
 from evident.offline.terms import content_keys, coverage, query_weights, unit_terms
@@ -215,6 +216,16 @@ def _unrepeated(sentences: list[_Sentence]) -> list[_Sentence]:
     ]
 
 
+def _unsaid(sentences: list[_Sentence], said: str) -> list[_Sentence]:
+    """Without the sentences an earlier answer of the conversation already gave (`said`, folded),
+    when the question finds something new: a follow-up is answered by what it adds. When every
+    relevant sentence was said before, the new turn asks for them again and they stay."""
+    if not said:
+        return sentences
+    new = [s for s in sentences if not said_before(s.text, said)]
+    return new if any(s.relevance > 0 for s in new) else sentences
+
+
 def _named_rows(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     """Without the table rows about something else than the row the question names: asked about
     "error TF-2202", the rows of TF-2301 and TF-2401 share only their columns' words ("The pipeline
@@ -273,9 +284,9 @@ def _kept_orders(sentences: list[_Sentence], cap: int) -> set[int]:
     return keep
 
 
-def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
+def _select(sentences: list[_Sentence], query: str, said: str = "") -> list[_Sentence]:
     """Usually MAX_SENTENCES (up to MAX_LONG_SENTENCES, see there), preferring those that share query
-    terms, kept in source order."""
+    terms, kept in source order; sentences already said (`_unsaid`) only when nothing new is found."""
     weights = query_weights(query)
     for s in sentences:
         present = set(unit_terms(s.text))
@@ -287,11 +298,15 @@ def _select(sentences: list[_Sentence], query: str) -> list[_Sentence]:
             label = sentences[s.parent]
             s.relevance = max(s.relevance, label.relevance)
             label.relevance = max(label.relevance, s.relevance)
-    # Passages far less on-topic than the best one make the answer longer, not better.
+    # Passages far less on-topic than the best one make the answer longer, not better. A passage's
+    # topicality counts the sentences an earlier answer gave; the best one is measured without them
+    # (it is not shown again, so it must not push the new sentences below the floor).
     best: dict[int, float] = {}
     for s in sentences:
         best[s.passage] = max(best.get(s.passage, 0.0), s.relevance)
-    top = max(best.values(), default=0.0)
+    # After the labels lent their relevance (they are found by position in the full list).
+    sentences = _unsaid(sentences, said)
+    top = max((s.relevance for s in sentences), default=0.0)
     last_relevant: dict[int, int] = {}
     for s in sentences:
         if s.relevance > 0:
@@ -382,8 +397,12 @@ def _render_weak(query: str, sentences: list[_Sentence]) -> str:
     return "\n".join(lines)
 
 
-def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *, weak_coverage: float = 0.5) -> str:
+def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *, weak_coverage: float = 0.5,
+                   said: Sequence[str] = ()) -> str:
     """An extractive, fully cited answer from the verified (non-dropped) decisions, in the order given.
+
+    `said` holds the conversation's earlier answers: a sentence one of them already gave is left
+    out, unless no other sentence answers the question.
 
     When the chosen sentences cover less than `weak_coverage` of the query's term weight, the answer
     is the "does not explicitly state" preface followed by the details as bullets. "" when nothing
@@ -391,7 +410,8 @@ def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *, weak_c
     """
     live = [d for d in decisions if d.action != "dropped" and d.quote.strip()]
     # A verified passage none of whose sentences are shown is not cited (drops.NOT_CHOSEN).
-    sentences = unprompted(selected := _select(every := _sentences(live), query), every)
+    earlier = said_text(said)
+    sentences = unprompted(selected := _select(every := _sentences(live), query, earlier), every)
     if not sentences:
         return ""
     covered = answer_coverage(query, " ".join(s.text for s in selected))  # a prompt says what is answered

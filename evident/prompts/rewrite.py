@@ -15,9 +15,13 @@ REWRITE_SYSTEM = """\
 You turn the latest message of a conversation into a single question that someone who has not seen \
 the conversation can understand and search for.
 
-- Replace words that point back ("it", "that", "they", "the same") and fill in what an elliptical \
-message leaves out ("and if I'm a contractor?", "how long does that take?") with what they refer to \
-in the earlier turns.
+- The question is about what the latest message asks. Take from the earlier turns only what it \
+refers to: replace words that point back ("it", "that", "they", "the same") and fill in what an \
+elliptical message leaves out ("and if I'm a contractor?", "how long does that take?"). Do not \
+bring back the subject of an earlier question the latest message does not ask about again.
+- A message that replies to a question the assistant asked ("yes", "no, I'm a veteran") is the \
+answer to that question: write the question the user now wants answered, on the assistant's topic \
+with what the reply tells ("What disability benefits can I get as a veteran?").
 - Keep the user's own wording and intent; add nothing the conversation does not say, and do not \
 answer the question.
 - If the latest message already stands on its own, or changes the subject, return it as it is.

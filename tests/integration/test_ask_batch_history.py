@@ -38,7 +38,11 @@ def test_a_line_with_history_is_answered_as_the_conversation_would_be(tmp_path: 
     for line, got in zip(lines, out, strict=True):
         item = json.loads(line)
         conversation = {"messages": [*item["history"], {"role": "user", "content": item["query"]}]}
-        assert got["answer"] == graph.invoke(conversation, context=ctx)["answer"]
+        state = graph.invoke(conversation, context=ctx)
+        assert got["answer"] == state["answer"]
+        # The line shows the standalone question the graph answered.
+        assert got["standalone_query"] == state["standalone_query"] != item["query"]
+        assert got["standalone_query"].startswith(item["query"] + " (")
         # The same question without its history is asked alone, and answered otherwise.
         assert got["answer"] != graph.invoke({"query": item["query"]}, context=ctx)["answer"]
 

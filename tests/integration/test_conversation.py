@@ -21,6 +21,7 @@ from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
 __all__ = ["server"]  # the scripted-model fixture
 
 GUIDE = "https://policies.tessellate.example/finance/travel-and-expenses"
+HOW_TO = "https://wiki.tessellate.example/finance/how-to-submit-expenses"
 FIRST = "How many days do I have to submit my expense report after a business trip?"
 REWRITE_MARKER = "The question, standing alone:"
 
@@ -61,7 +62,8 @@ def test_a_three_turn_conversation_offline(examples: Path) -> None:
     for out in outs[1:]:
         assert out["rewrite"].rewritten_by == "rule" and out["standalone_query"] == out["query"]
         assert "expense report" in out["query"]
-        assert GUIDE in {c.url for c in out["citations"]}
+        # On the expenses pages; the receipts turn on the how-to page, not the first answer again.
+        assert {c.url for c in out["citations"]} & {GUIDE, HOW_TO}
     assert "receipts" in outs[2]["query"]  # the chain keeps the second turn's topic too
 
 
@@ -200,3 +202,59 @@ def test_a_failing_rewrite_call_falls_back_to_the_rule(server: OpenAIServer) -> 
     again = asyncio.run(g.ainvoke(say("and receipts?"), config=thread("down"), context=ctx))
     assert again["model_errors"] == [] and again["status"] == "answered"
     assert again["rewrite"].rewritten_by == "model"
+
+
+def test_a_reply_to_the_assistants_question_is_rewritten_by_the_model(server: OpenAIServer) -> None:
+    """The model sees the assistant's question and the reply; its question is the one answered."""
+    g = build_graph(retriever=retriever(TRAVEL, EXPENSES))
+    ctx = llm_context(server)
+    server.respond_with(rewriting("Do large expense reports need a second approval?"))
+    messages = [HumanMessage("Who must approve large expense reports?"),
+                AIMessage("Your manager approves them. Is the report above 5,000 USD?"), HumanMessage("yes")]
+    out = g.invoke({"messages": messages}, context=ctx)
+    assert out["rewrite"].rewritten_by == "model" and out["status"] == "answered"
+    assert out["standalone_query"] == out["query"] == "Do large expense reports need a second approval?"
+    (call,) = [r for r in server.requests if REWRITE_MARKER in r.text]
+    assert "Assistant: Your manager approves them. Is the report above 5,000 USD?" in call.text
+    assert "Latest message: yes" in call.text
+    assert "replies to a question the assistant asked" in call.text  # the prompt says how to read it
+    check_grounded(out)
+
+
+ISSUE_FIRST = "How many days do I have to submit an expense report after a trip?"
+
+
+def test_follow_ups_answer_what_they_add(examples: Path) -> None:
+    """Each follow-up is answered about its own words; an earlier answer's sentences are not repeated."""
+    g = build_graph(checkpointer=InMemorySaver())
+    ctx = EvidentContext(corpus=[str(examples)])
+    turns = [ISSUE_FIRST, "And who approves it?", "And what about the receipts?"]
+    first, approves, receipts = (g.invoke(say(t), config=thread("focus"), context=ctx) for t in turns)
+    said = {c.sentence for c in first["citations"]}
+    assert any("Your manager approves it, then Finance checks it." in c.quote for c in approves["citations"])
+    # The carried terms are marked, and weigh below the new turn's words.
+    assert approves["query"].startswith("And who approves it? (") and "expense" in approves["query"]
+    assert receipts["answer"] != first["answer"]
+    assert not said & {c.sentence for c in receipts["citations"]}
+    assert all("receipt" in c.quote.lower() for c in receipts["citations"])
+    g.invoke(say("How many vacation days do I get?"), config=thread("leave"), context=ctx)
+    carry = g.invoke(say("And can I carry them over?"), config=thread("leave"), context=ctx)
+    assert any("You may carry over up to 5 unused days" in c.quote for c in carry["citations"])
+
+
+def test_the_model_is_not_offered_a_passage_an_earlier_answer_gave(server: OpenAIServer) -> None:
+    """LLM mode: generation sees only the passages the conversation has not already been given."""
+    g = build_graph(retriever=retriever(TRAVEL, EXPENSES))
+    ctx = llm_context(server)
+    server.respond_with(rewriting("What else do the travel and expense policies say?"))
+    said = "Expense reports must be submitted in Ledgerly within 30 days of the trip's end date."
+    messages = [HumanMessage("When are expense reports due?"), AIMessage(f"{said} [{EXPENSES}]"),
+                HumanMessage("what else?")]
+    out = g.invoke({"messages": messages}, context=ctx)
+    assert out["status"] == "answered"
+    assert said in {d.quote for d in out["verified"]}  # extracted and verified again ...
+    generation = server.requests[-1].text
+    assert "Employees must book flights" in generation
+    assert said not in generation  # ... but not offered to the answer
+    assert said not in out["answer"]
+    check_grounded(out)

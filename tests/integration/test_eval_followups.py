@@ -13,7 +13,9 @@ from evident.cli import app
 from evident.context import EvidentContext
 from evident.conversation.rule import condense
 from evident.eval.dataset import DatasetError, EvalQuery, load_dataset
+from evident.eval.report import EvalResult
 from evident.eval.runner import evaluate
+from evident.eval.semantic import SemanticRun
 from evident.graph import graph
 from tests.support.langsmith_server import LangSmithServer
 
@@ -34,11 +36,15 @@ def test_a_follow_up_is_retrieved_and_answered_as_its_standalone_question(tmp_pa
     run = evaluate(queries, ctx, ["evident", "bm25"], tmp_path, progress=False)
     for q, row in zip(queries, run.rows["evident"], strict=True):
         # Offline, the graph's rewrite step is the rule: the standalone question is the rule's.
-        assert row.retrieval.question == condense(q.query, q.history)[0] != q.query
+        assert row.retrieval.standalone_query == condense(q.query, q.history)[0] != q.query
     london = run.rows["evident"][0]
-    assert "hotel" in london.retrieval.question.lower()
+    assert "hotel" in london.retrieval.standalone_query.lower()
     assert london.record.outcome == "answered" and "300 GBP" in london.record.answer
     assert TRAVEL in {f.url for f in london.record.facts}
+    # Every record of results.json names the question it answered.
+    result = EvalResult.build("followups", queries, run, ctx, semantic=SemanticRun(on=False, status="off (test)"))
+    assert [r["standalone_query"] for r in result.records["evident"]] == \
+        [row.retrieval.standalone_query for row in run.rows["evident"]]
     # bm25 answers the same standalone question over the same documents.
     assert run.rows["bm25"][0].retrieval == london.retrieval
 
@@ -50,7 +56,7 @@ def test_a_follow_up_is_retrieved_and_answered_as_its_standalone_question(tmp_pa
     # Without its history the same question is another question: different retrieval, not reused.
     bare = evaluate(_bare(queries), ctx, ["evident"], tmp_path, progress=False)
     assert bare.computed["retrieval"] == 3
-    assert bare.rows["evident"][0].retrieval.question == ""
+    assert bare.rows["evident"][0].retrieval.standalone_query == ""
     assert bare.rows["evident"][0].record.answer != london.record.answer
 
 

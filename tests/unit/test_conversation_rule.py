@@ -5,7 +5,16 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evident.conversation.rule import Turn, check_turns, condense, is_elliptical, overflow, previous_question
+from evident.conversation.asking import CARRIED_WEIGHT, carried_part, message_words
+from evident.conversation.rule import (
+    Turn,
+    asked_back,
+    check_turns,
+    condense,
+    is_elliptical,
+    overflow,
+    previous_question,
+)
 
 EXPENSES = "How many days do I have to submit my expense report after a business trip?"
 
@@ -21,7 +30,7 @@ def answer(text: str, standalone: str | None = None) -> Turn:
 def test_elliptical_messages_are_recognised() -> None:
     for message in ["and if I'm a contractor?", "How long does that take?", "What about Seattle?",
                     "Who approves it?", "how long?", "what is the deadline?", "Same for interns?",
-                    "Where should I keep my laptop then?"]:
+                    "Where should I keep my laptop then?", "Do business trips count towards those days?"]:
         assert is_elliptical(message), message
 
 
@@ -61,6 +70,37 @@ def test_the_previous_question_prefers_what_the_answer_recorded() -> None:
     chain = [user(EXPENSES), answer("30 days"), user("and receipts?"), answer("x")]
     assert previous_question(chain) == "and receipts? (days submit expense report business trip)"
     assert previous_question([answer("x")]) is None
+
+
+VETERAN = "Are you applying for disability compensation as a veteran? [x]"
+
+
+def test_a_reply_to_the_assistants_question_continues_that_question() -> None:
+    history = [user("How do I apply for compensation?"), answer("You can apply online. " + VETERAN)]
+    assert asked_back("yes", history) == "Are you applying for disability compensation as a veteran?"
+    assert asked_back("no, I'm a veteran", history) is not None
+    # Not a reply: the message does not open like one, or the assistant asked nothing.
+    assert asked_back("What forms do I need?", history) is None
+    assert asked_back("yes", [user("How do I apply for compensation?"), answer("Online. [x]")]) is None
+    question, changed = condense("yes", history)
+    assert changed
+    own, carried = carried_part(question)
+    assert own == "yes"
+    # The question replied to comes first, then the previous question.
+    assert carried.split()[:4] == ["applying", "disability", "compensation", "veteran"]
+    assert "apply" in carried
+    question, changed = condense("no, I'm a veteran", history)
+    assert changed and "compensation" in carried_part(question)[1]
+
+
+def test_carried_terms_weigh_below_the_new_turns_own_words() -> None:
+    weights = message_words("And who approves it? (days submit expense report)")
+    assert weights["approves"] == 1.0
+    assert weights["expense"] == weights["report"] == CARRIED_WEIGHT < 1.0
+    # A turn that names nothing itself ("yes") takes its topic from the carried terms, fully.
+    assert message_words("yes (veteran compensation)")["veteran"] == 1.0
+    # A question that merely ends in parentheses is not a follow-up's carried part when nothing precedes it.
+    assert carried_part("(expense report)") == ("(expense report)", "")
 
 
 def test_the_conversation_is_checked() -> None:
