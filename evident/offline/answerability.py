@@ -52,6 +52,10 @@ class AnswerGate:
     def threshold(self, evidence: Evidence) -> float:
         return self.words_gate if evidence.cosine is None else self.gate
 
+    def by_words(self) -> AnswerGate:
+        """The same gate reading the words alone (`words_gate` on the coverage), meaning or not."""
+        return AnswerGate(0.0, gate=self.words_gate, words_gate=self.words_gate)
+
     def admits(self, evidence: Evidence) -> bool:
         """Whether the window addresses the question well enough to answer from."""
         return answerability(evidence, self.meaning_weight) >= self.threshold(evidence)
