@@ -21,7 +21,6 @@ from evident.llm.servers import server_slot
 from evident.nodes.common import NodeRuntime, timed
 from evident.nodes.names import GENERATE
 from evident.offline.composer import compose_answer
-from evident.prompts.generation import GENERATION_PROMPT
 from evident.prompts.render import render_passages
 from evident.state import DraftUpdate, EvidentState
 
@@ -31,6 +30,10 @@ _CALL_CONFIG: dict[str, Any] = {"run_name": "generate_answer"}
 
 def generate_with_model(model: Any, ctx: EvidentContext, state: EvidentState) -> str:
     """The model's draft; raises `ModelFailure` when there is no usable one."""
+    # Here, not at the top: the template brings LangChain's prompt machinery, which the offline
+    # composer never needs.
+    from evident.prompts.generation import GENERATION_PROMPT
+
     messages = GENERATION_PROMPT.format_messages(
         passages=render_passages(state.get("verified") or [], state.get("documents") or []), query=state["query"]
     )
