@@ -9,32 +9,48 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from evident.commands.common import error_object, errors_as_json, print_json
+
+# Plain help (rich_markup_mode=None): Typer's boxed help writes a type such as `<bool>` after every
+# flag, and leaving it out spares `--help` importing rich's layout.
 app = typer.Typer(
     name="evident",
     help="EvidenT: answers from your documents, every sentence cited to an exact source span.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
+
+def _json_errors(value: bool) -> bool:
+    # Eager, so that even a bad value of a later option is answered in JSON when --json was given.
+    errors_as_json(value)
+    return value
+
+
 # Options several commands share, declared once so their names and help read the same everywhere.
-JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
-ConfigFile = Annotated[Path | None, typer.Option("--config", help="evident.toml settings file.")]
-CorpusPaths = Annotated[list[Path] | None, typer.Option("--corpus", help="Corpus folder or JSONL (repeatable).")]
+JsonFlag = Annotated[
+    bool, typer.Option("--json", help="Machine-readable JSON output (errors too).", callback=_json_errors,
+                       is_eager=True)]
+ConfigFile = Annotated[Path | None, typer.Option("--config", metavar="FILE", help="evident.toml settings file.")]
+CorpusPaths = Annotated[
+    list[Path] | None, typer.Option("--corpus", metavar="PATH", help="Corpus folder or JSONL (repeatable).")]
 
 
 @app.command()
 def verify(
-    docs: Annotated[Path, typer.Option("--docs", help="JSONL of documents: {url, content|text}.")],
-    passages: Annotated[Path, typer.Option("--passages", help="JSONL of passages: {passage_id, url, content}.")],
-    n: Annotated[int, typer.Option("--n", help="n-gram size.")] = 5,
-    threshold: Annotated[float, typer.Option("--threshold", help="Overlap threshold in [0, 1].")] = 0.7,
+    docs: Annotated[Path, typer.Option("--docs", metavar="FILE", help="JSONL of documents: {url, content|text}.")],
+    passages: Annotated[
+        Path, typer.Option("--passages", metavar="FILE", help="JSONL of passages: {passage_id, url, content}.")],
+    n: Annotated[int, typer.Option("--n", metavar="N", help="n-gram size.")] = 5,
+    threshold: Annotated[float, typer.Option("--threshold", metavar="T", help="Overlap threshold in [0, 1].")] = 0.7,
     drift: Annotated[
-        str, typer.Option("--drift", help="'extended' (default) or 'paper' (search only at overlap 0).")
+        str, typer.Option("--drift", metavar="MODE", help="'extended' (default) or 'paper' (search only at overlap 0).")
     ] = "extended",
     json_out: JsonFlag = False,
 ) -> None:
@@ -51,23 +67,25 @@ _REBUILD_HELP = "Build the index from scratch and replace it (a damaged index fi
 
 @app.command()
 def index(
-    sources: Annotated[list[Path] | None, typer.Argument(help="Corpus folders or JSONL files.")] = None,
+    sources: Annotated[
+        list[Path] | None, typer.Argument(metavar="SOURCE", help="Corpus folders or JSONL files.")] = None,
     index_path: Annotated[
-        Path | None, typer.Option("--index", help="Index file (default: one per set of sources).")
+        Path | None, typer.Option("--index", metavar="FILE", help="Index file (default: one per set of sources).")
     ] = None,
-    config: Annotated[Path | None, typer.Option("--config", help=_INDEX_CONFIG_HELP)] = None,
+    config: Annotated[Path | None, typer.Option("--config", metavar="FILE", help=_INDEX_CONFIG_HELP)] = None,
     only: Annotated[
-        list[str] | None, typer.Option("--source", help="With --config: only this source (repeatable).")
+        list[str] | None, typer.Option("--source", metavar="NAME", help="With --config: only this source (repeatable).")
     ] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help=_REBUILD_HELP)] = False,
     follow_symlinks: Annotated[
         bool | None, typer.Option("--follow-symlinks", help="Index files linked from outside the corpus folders.")
     ] = None,
     max_file_mb: Annotated[
-        float | None, typer.Option("--max-file-mb", min=0.001, help="Skip larger files (default 20).")
+        float | None, typer.Option("--max-file-mb", metavar="MB", min=0.001, help="Skip larger files (default 20).")
     ] = None,
     section_chars: Annotated[
-        int | None, typer.Option("--section-chars", min=1000, help="Index longer documents as sections.")
+        int | None,
+        typer.Option("--section-chars", metavar="CHARS", min=1000, help="Index longer documents as sections."),
     ] = None,
     json_out: JsonFlag = False,
 ) -> None:
@@ -91,7 +109,7 @@ def index(
 @app.command()
 def sources(
     config: ConfigFile = None,
-    query: Annotated[str, typer.Option("--query", help="Probe query sent to every source.")] = "help",
+    query: Annotated[str, typer.Option("--query", metavar="TEXT", help="Probe query sent to every source.")] = "help",
     json_out: JsonFlag = False,
 ) -> None:
     """List the configured sources and check that each one answers (with its latency)."""
@@ -102,15 +120,18 @@ def sources(
 
 @app.command()
 def ask(
-    question: Annotated[str | None, typer.Argument(help="The question.")] = None,
+    question: Annotated[str | None, typer.Argument(metavar="QUESTION", help="The question.")] = None,
     corpus: CorpusPaths = None,
     config: ConfigFile = None,
-    index_path: Annotated[Path | None, typer.Option("--index", help="Index file to use.")] = None,
+    index_path: Annotated[Path | None, typer.Option("--index", metavar="FILE", help="Index file to use.")] = None,
     batch: Annotated[
-        Path | None, typer.Option("--batch", help="JSONL of {id, query, history?}: one JSON line out per line in.")
+        Path | None,
+        typer.Option("--batch", metavar="FILE", help="JSONL of {id, query, history?}: one JSON line out per line in."),
     ] = None,
-    user: Annotated[str | None, typer.Option("--user", help="Ask as this user (document permissions).")] = None,
-    group: Annotated[list[str] | None, typer.Option("--group", help="A group of --user (repeatable).")] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", metavar="NAME", help="Ask as this user (document permissions).")] = None,
+    group: Annotated[
+        list[str] | None, typer.Option("--group", metavar="GROUP", help="A group of --user (repeatable).")] = None,
     stream: Annotated[
         bool, typer.Option("--stream", help="Show each step on stderr and the answer's tokens as they come.")
     ] = False,
@@ -128,16 +149,18 @@ def ask(
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 2024,
+    host: Annotated[str, typer.Option("--host", metavar="HOST", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port to listen on.")] = 2024,
     config: ConfigFile = None,
     corpus: Annotated[
-        list[Path] | None, typer.Option("--corpus", help="Corpus folder or JSONL to serve (repeatable).")
+        list[Path] | None,
+        typer.Option("--corpus", metavar="PATH", help="Corpus folder or JSONL to serve (repeatable)."),
     ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Queries run at the same time.")] = 8,
+    jobs: Annotated[int, typer.Option("--jobs", metavar="N", min=1, help="Queries run at the same time.")] = 8,
     reload: Annotated[bool, typer.Option("--reload", help="Restart when the code changes (development).")] = False,
     langgraph_config: Annotated[
-        Path | None, typer.Option("--langgraph-config", help="langgraph.json to serve (default: the project's).")
+        Path | None,
+        typer.Option("--langgraph-config", metavar="FILE", help="langgraph.json to serve (default: the project's)."),
     ] = None,
     insecure: Annotated[bool, typer.Option(
         "--insecure", help="Serve a non-loopback --host without authentication (everyone is anonymous).")] = False,
@@ -166,14 +189,15 @@ _OUT_HELP = "Folder for report.md, results.json, plots and the resumable cache."
 
 @app.command(name="eval")
 def eval_(
-    dataset: Annotated[Path, typer.Option("--dataset", help=_DATASET_HELP)],
+    dataset: Annotated[Path, typer.Option("--dataset", metavar="FILE", help=_DATASET_HELP)],
     corpus: CorpusPaths = None,
     config: ConfigFile = None,
     method: Annotated[
-        list[str] | None, typer.Option("--method", help="evident, pilot, direct, ges, bm25 or all (repeatable).")
+        list[str] | None,
+        typer.Option("--method", metavar="METHOD", help="evident, pilot, direct, ges, bm25 or all (repeatable)."),
     ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help=_OUT_HELP)] = None,
+    limit: Annotated[int | None, typer.Option("--limit", metavar="N", help="Only the first N questions.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", metavar="DIR", help=_OUT_HELP)] = None,
     ablation: Annotated[
         bool, typer.Option("--ablation", help="Also sweep n and t over the recorded extractions (paper Table 7).")
     ] = False,
@@ -181,7 +205,7 @@ def eval_(
         bool, typer.Option("--judge", help="Also ask the model whether each cited source entails its sentence.")
     ] = False,
     jobs: Annotated[
-        int | None, typer.Option("--jobs", help="Questions run at once (default: 4 with a model, else 1).")
+        int | None, typer.Option("--jobs", metavar="N", help="Questions run at once (default: 4 with a model, else 1).")
     ] = None,
     json_out: JsonFlag = False,
 ) -> None:
@@ -212,14 +236,50 @@ def model_check(
     raise typer.Exit(run(config, json_out=json_out, embeddings_only=embeddings))
 
 
-def main() -> None:
+def _asks_for_json(args: list[str]) -> bool:
+    """Whether the command line has `--json` among its options (not after `--`, where it is an argument)."""
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def _command_of(context: Any) -> str:
+    """The command a usage error is about ("model check"), without the program's own name."""
+    names: list[str] = []
+    while context is not None and context.parent is not None:
+        names.insert(0, str(context.info_name))
+        context = context.parent
+    return " ".join(names) or "evident"
+
+
+def _run_for_json() -> int:
+    """The app, with a usage error (an unknown option, a missing value, a bad number) answered in JSON
+    too: these are found before any command runs, so `fail` never sees them."""
     try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:
+        print_json(error_object(_command_of(getattr(exc, "ctx", None)), exc.format_message()))
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        return exc.exit_code
+    except typer.Abort:
+        return 1
+    return code if isinstance(code, int) else 0
+
+
+def main() -> None:
+    json_errors = _asks_for_json(sys.argv[1:])
+    errors_as_json(json_errors)
+    try:
+        if json_errors:
+            sys.exit(_run_for_json())
         app()
     except KeyboardInterrupt:
         print("evident: interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as exc:  # a bug of ours must still not print a traceback at the user
         print(f"evident: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if json_errors:
+            print_json(error_object("evident", f"internal error: {type(exc).__name__}: {exc}"))
         sys.exit(1)
 
 

@@ -10,10 +10,11 @@ sources, paths, models, endpoints, keys and limits come from the deployment alon
 
 from __future__ import annotations
 
+import difflib
 import os
 import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -186,16 +187,21 @@ class EvidentContext(BaseModel):
     def from_env(cls, config: str | Path | None = None, **overrides: Any) -> EvidentContext:
         """Defaults < evident.toml < environment < `overrides` (None values are ignored)."""
         given = {k: v for k, v in overrides.items() if v is not None}
+        from_file, from_env = file_settings(config), environment_settings()
         try:
-            return cls(**{**file_settings(config), **environment_settings(), **given})
+            return cls(**{**from_file, **from_env, **given})
         except ValidationError as exc:
-            raise _invalid(exc) from None
+            # A bad value is named where the user wrote it: the file, or the environment variable.
+            origin = {**dict.fromkeys(from_file, str(config_path(config))),
+                      **{key: f"${var}" for var, key in _ENV.items() if key in from_env}}
+            raise _invalid(exc, {k: v for k, v in origin.items() if k not in given}) from None
 
 
-def _invalid(exc: ValidationError) -> ConfigError:
+def _invalid(exc: ValidationError, origin: Mapping[str, str] | None = None) -> ConfigError:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "settings"
-    return ConfigError(f"invalid setting {where}: {first['msg']}")
+    source = (origin or {}).get(str(first["loc"][0])) if first["loc"] else None
+    return ConfigError(f"{source + ': ' if source else ''}invalid setting {where}: {first['msg']}")
 
 
 _toml_lock = threading.Lock()
@@ -400,12 +406,21 @@ _EMBEDDINGS_KEYS = {
 _EMBEDDINGS_PATHS = ("embeddings_model_file", "embeddings_tokenizer_file")
 
 
+def unknown_key(path: Path, key: str, known: Iterable[str], section: str | None = None) -> ConfigError:
+    """The error for a key of `path` that no setting has: the file, the key (with its [section]) and
+    the nearest valid key, since a misspelt key is the usual cause."""
+    where = f" in [{section}]" if section else ""
+    names = sorted(set(known))
+    nearest = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    hint = f"did you mean {nearest[0]!r}?" if nearest else f"known keys: {', '.join(names)}"
+    return ConfigError(f"{path}: unknown key {key!r}{where}; {hint}")
+
+
 def _embeddings_section(path: Path, section: dict[str, Any]) -> dict[str, Any]:
     """`[embeddings]` as context fields; a key it does not know is named with the file."""
     unknown = sorted(str(k) for k in section if k not in _EMBEDDINGS_KEYS)
     if unknown:
-        raise ConfigError(f"{path}: unknown key {unknown[0]!r} in [{EMBEDDINGS_SECTION}]; "
-                          f"known keys: {', '.join(_EMBEDDINGS_KEYS)}")
+        raise unknown_key(path, unknown[0], _EMBEDDINGS_KEYS, EMBEDDINGS_SECTION)
     out = {_EMBEDDINGS_KEYS[str(k)]: v for k, v in section.items()}
     base = path.resolve().parent
     for key in _EMBEDDINGS_PATHS:
@@ -423,12 +438,19 @@ def environment_settings() -> dict[str, Any]:
 
 # The [server] section of evident.toml configures `evident serve` (evident/web/settings.py), not a query.
 SERVER_SECTION = "server"
+# Sections whose keys are context fields ([model] also takes the short names of _MODEL_KEYS).
+_SECTIONS = ("model", "alignment", "retrieval", "output")
+
+
+def config_path(config: str | Path | None) -> Path:
+    """The evident.toml that settings are read from: `config`, else `EVIDENT_CONFIG`, else ./evident.toml."""
+    return Path(config or os.environ.get("EVIDENT_CONFIG") or "evident.toml")
 
 
 def read_config_file(config: str | Path | None) -> tuple[Path, dict[str, Any]] | None:
     """The parsed evident.toml (`config`, else `EVIDENT_CONFIG`, else ./evident.toml when present)."""
     explicit = config is not None or "EVIDENT_CONFIG" in os.environ
-    path = Path(config or os.environ.get("EVIDENT_CONFIG") or "evident.toml")
+    path = config_path(config)
     if not path.exists():
         if explicit:
             raise ConfigError(f"{path}: config file not found")
@@ -445,6 +467,7 @@ def file_settings(config: str | Path | None) -> dict[str, Any]:
         return {}
     path, data = found
     # Accept both a flat file and the sections the README documents.
+    fields = EvidentContext.model_fields
     flat: dict[str, Any] = {}
     for key, value in data.items():
         if key == SERVER_SECTION:
@@ -452,9 +475,14 @@ def file_settings(config: str | Path | None) -> dict[str, Any]:
         if key == EMBEDDINGS_SECTION and isinstance(value, dict):
             flat.update(_embeddings_section(path, value))
             continue
-        if isinstance(value, dict) and key in {"model", "alignment", "retrieval", "output"}:
+        if isinstance(value, dict) and key in _SECTIONS:
             names: dict[str, str] = _MODEL_KEYS if key == "model" else {}
+            for name in value:
+                if names.get(str(name), str(name)) not in fields:
+                    raise unknown_key(path, str(name), [*names, *fields], key)
             flat.update({names.get(str(k), str(k)): v for k, v in value.items()})
+        elif key not in fields:
+            raise unknown_key(path, str(key), [*fields, *_SECTIONS, EMBEDDINGS_SECTION, SERVER_SECTION])
         else:
             flat[key] = value
     if "corpus" in flat:

@@ -3,11 +3,20 @@ streamed: `ask_stream`), and the `ask --json` shape all three print."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evident.commands.common import QueryError, clean_query, fail, log_warnings_to_stderr, print_json, safe_text
+from evident.commands.common import (
+    QueryError,
+    clean_query,
+    fail,
+    log_warnings_to_stderr,
+    print_json,
+    safe_text,
+    span_notation,
+)
 
 if TYPE_CHECKING:
     from evident.conversation.rule import Turn
@@ -60,12 +69,16 @@ def _context(corpus: list[Path] | None, config: Path | None, index: Path | None)
         if not path.exists():
             fail("ask", f"{path}: corpus path does not exist")
     try:
-        return EvidentContext.from_env(
+        ctx = EvidentContext.from_env(
             config, corpus=[str(p) for p in corpus] if corpus else None,
             index_path=str(index) if index else None,
         )
     except ConfigError as exc:
         fail("ask", str(exc))
+    if not ctx.corpus and not ctx.sources and ctx.corpus_paths():
+        print(f"evident ask: no --corpus: answering from the bundled examples ({ctx.corpus_paths()[0]}, a "
+              "fictional company); pass --corpus PATH or --config evident.toml for your documents", file=sys.stderr)
+    return ctx
 
 
 def graph_inputs(query: str, principal: dict[str, Any] | None, history: Sequence[Turn] = ()) -> dict[str, Any]:
@@ -116,7 +129,7 @@ def citations_table(citations: list[dict[str, Any]]) -> Any:
     for col in ("#", "url", "spans", "source text"):
         table.add_column(col, overflow="fold")
     for i, c in enumerate(citations, 1):
-        spans = ", ".join(f"[{s}:{e}]" for s, e in c["spans"])
+        spans = span_notation(c["spans"])
         if c.get("span_base") == "chunk":  # a chunked retriever gave no position in the document
             spans += " in chunk"
         table.add_row(str(i), escape(safe_text(c["url"])), escape(spans), escape(safe_text(c["quote"])))

@@ -58,7 +58,8 @@ def read_batch(batch: Path) -> list[BatchLine]:
         else:
             try:
                 query = clean_query(obj["query"])
-                items.append(BatchLine(no, obj.get("id", no), query, None, _history(obj.get("history"))))
+                # A line without an id is named by its line number, as a string like every id.
+                items.append(BatchLine(no, obj.get("id", str(no)), query, None, _history(obj.get("history"))))
             except QueryError as exc:
                 items.append(BatchLine(no, obj.get("id"), None, f"{batch}:{no}: {exc}"))
     if not items:

@@ -7,7 +7,7 @@ import logging
 import re
 import sys
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, NoReturn
 
 import typer
@@ -72,6 +72,12 @@ def _json_visible(match: re.Match[str]) -> str:
     return "".join(f"\\u{int.from_bytes(data[i : i + 2], 'big'):04x}" for i in range(0, len(data), 2))
 
 
+def span_notation(spans: Iterable[Sequence[int]]) -> str:
+    """Character spans as every human output of the CLI writes them: `[start:end]`, comma-separated
+    (a Python slice of the document's text, end exclusive)."""
+    return ", ".join(f"[{start}:{end}]" for start, end in spans)
+
+
 class QueryError(ValueError):
     """A query that cannot be asked as given; `str()` is the one-line reason."""
 
@@ -88,8 +94,27 @@ def clean_query(query: str) -> str:
     return " ".join(cleaned.split()) if cleaned != query else query
 
 
+# Set from `--json` before a command runs (evident/cli.py): a script that asked for JSON reads stdout
+# as JSON even when the command fails, so every error is then also a JSON object there.
+_errors_as_json = False
+
+
+def errors_as_json(on: bool) -> None:
+    """Whether `fail` (and the CLI's usage errors) also print a JSON error object on stdout."""
+    global _errors_as_json
+    _errors_as_json = on
+
+
+def error_object(command: str, message: str) -> dict[str, str]:
+    """What `--json` prints for a command that failed: `{"command", "status": "error", "error"}`."""
+    return {"command": command, "status": "error", "error": message}
+
+
 def fail(command: str, message: str, code: int = USAGE_ERROR) -> NoReturn:
+    """One line on stderr (and, under `--json`, the error object on stdout), then exit `code`."""
     print(f"evident {command}: {safe_text(message)}", file=sys.stderr)
+    if _errors_as_json:
+        print_json(error_object(command, message))
     raise typer.Exit(code)
 
 

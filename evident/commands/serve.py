@@ -13,10 +13,12 @@ binding another address needs `--insecure`, which says loudly what it means.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -155,6 +157,37 @@ def served_host_names(host: str, env: Mapping[str, str]) -> str | None:
     return ",".join(dict.fromkeys([*configured, name]))
 
 
+def port_problem(host: str, port: int) -> str | None:
+    """Why `port` on `host` cannot be served now, or None. Checked before the server starts because
+    `langgraph dev` moves to another free port on its own when the one asked for is taken, and the
+    address `evident serve` printed would then be another program's."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except (OSError, UnicodeError) as exc:
+        return f"cannot listen on {host}: {exc}"
+    with socket.socket(family, kind, proto) as probe:
+        # As the server binds: SO_REUSEADDR, so a port left in TIME_WAIT by a stopped server is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return (f"port {port} on {host} is already in use (another server?): stop it, "
+                        "or pass --port N (--port 0 picks a free one)")
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
+
+
+def free_port(host: str) -> int:
+    """A port of `host` that nothing listens on now (what `--port 0` serves)."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host.strip("[]"), 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.bind(address)
+        return int(probe.getsockname()[1])
+
+
 def _generated_config() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="evident-serve-"))
     path = folder / "langgraph.json"
@@ -259,6 +292,15 @@ def run(
     problem = check_exposure(host, insecure=insecure, auth_configured=auth_configured)
     if problem:
         fail("serve", problem)
+    if not 0 <= port <= 65535:
+        fail("serve", f"--port must be within 0..65535 (got {port})")
+    if port == 0:
+        try:
+            port = free_port(host)
+        except OSError as exc:
+            fail("serve", f"cannot listen on {host}: {exc.strerror or exc}")
+    elif (taken := port_problem(host, port)) is not None:
+        fail("serve", taken)
     if database is not None:
         inv = build_aegra_invocation(database=database, redis=redis, migrate=migrate, host=host, port=port,
                                      jobs=jobs, config=config, corpus=corpus, langgraph_config=langgraph_config,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evident.alignment.models import AlignmentDecision
-from evident.commands.common import jsonl_lines, print_json, safe_text
+from evident.commands.common import error_object, jsonl_lines, print_json, safe_text, span_notation
 
 COMMAND = "verify"
 USAGE_ERROR = 2
@@ -143,6 +143,7 @@ def _print_table(decisions: list[AlignmentDecision]) -> None:
     table.add_column("url", overflow="fold", max_width=36)
     table.add_column("spans", overflow="fold", max_width=16)
     table.add_column("quote", overflow="fold")
+    table.add_column("reason", overflow="fold", max_width=40)
     for d in decisions:
         overlap = f"{d.overlap:.2f}"
         if d.action == "relinked":
@@ -153,12 +154,13 @@ def _print_table(decisions: list[AlignmentDecision]) -> None:
             url = f"{escape(d.url)}\n[dim](cited {escape(d.original_url) or 'no url'})[/]"
         else:
             url = escape(d.url)
-        spans = ", ".join(f"{s}–{e}" for s, e in d.spans) or "—"
+        spans = escape(span_notation(d.spans)) or "—"
         quote = escape(_short(d.quote)) if d.quote else "[dim]—[/]"
         # What the passage said where the source says otherwise: the quote shows the source.
         for sub in d.substitutions:
             quote += f"\n[dim]passage: {escape(sub.passage) or '—'} → source: {escape(sub.source) or '—'}[/]"
-        table.add_row(escape(d.passage_id), f"[{_STYLE[d.action]}]{d.action}[/]", overlap, url, spans, quote)
+        table.add_row(escape(d.passage_id), f"[{_STYLE[d.action]}]{d.action}[/]", overlap, url, spans, quote,
+                      escape(d.reason) or "—")
     console = Console()
     console.print(table)
     counts = {a: sum(d.action == a for d in decisions) for a in _STYLE}
@@ -176,6 +178,8 @@ def run(docs: Path, passages: Path, *, n: int = 5, threshold: float = 0.7, drift
         items = load_passages(Path(passages))
     except InputError as exc:
         print(f"evident {COMMAND}: {safe_text(str(exc))}", file=sys.stderr)
+        if json_out:
+            print_json(error_object(COMMAND, str(exc)))
         return USAGE_ERROR
 
     from evident.alignment import align

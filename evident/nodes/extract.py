@@ -18,7 +18,6 @@ from evident.alignment import nfkc_casefold
 from evident.alignment.models import Passage, SourceDocument
 from evident.context import EvidentContext, run_settings
 from evident.llm.batching import TokenCounter, extraction_budget, make_counter, plan_batches
-from evident.llm.extraction import extract_with_model
 from evident.llm.failures import ModelFailure, describe_failure
 from evident.llm.models import DEFAULT_MODELS, Models
 from evident.llm.replies import BatchExtraction
@@ -108,6 +107,10 @@ def make_extract_nodes(
 
     def extract_batch(payload: ExtractBatch, runtime: NodeRuntime = None) -> ExtractUpdate:
         """One extraction call over one batch (a `Send` task)."""
+        # Here, not at the top: the model call brings LangChain's prompt templates, which the
+        # offline path (every `evident ask` without a model) never uses and should not load.
+        from evident.llm.extraction import extract_with_model
+
         ctx = run_settings(runtime)
         i, of = int(payload["batch"]), int(payload["of"])
         docs = list(payload["documents"])

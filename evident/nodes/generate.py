@@ -23,7 +23,6 @@ from evident.llm.servers import server_slot
 from evident.nodes.common import NodeRuntime, timed
 from evident.nodes.names import GENERATE
 from evident.offline.composer import compose_answer
-from evident.prompts.generation import GENERATION_PROMPT
 from evident.prompts.render import render_passages
 from evident.state import DraftUpdate, EvidentState
 
@@ -35,6 +34,10 @@ def generate_with_model(model: Any, ctx: EvidentContext, state: EvidentState) ->
     """The model's draft; raises `ModelFailure` when there is no usable one."""
     # A passage an earlier answer already quoted is not offered again, unless nothing else is left.
     verified = fresh_passages(state.get("verified") or [], said_text(earlier_answers(state.get("messages") or [])))
+    # Here, not at the top: the template brings LangChain's prompt machinery, which the offline
+    # composer never needs.
+    from evident.prompts.generation import GENERATION_PROMPT
+
     messages = GENERATION_PROMPT.format_messages(
         passages=render_passages(verified, state.get("documents") or []), query=state["query"]
     )

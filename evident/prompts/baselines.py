@@ -119,3 +119,5 @@ GES_PROMPT = ChatPromptTemplate.from_messages(
     [("system", _baseline_system("\n\n" + _EVERY_SENTENCE)), ("human", BASELINE_USER)]
 )
 """Ground every sentence: direct prompting plus a citation on every sentence (paper §5, Appendix C.2)."""
+
+BASELINE_PROMPTS = {"pilot": PILOT_PROMPT, "direct": DIRECT_PROMPT, "ges": GES_PROMPT}

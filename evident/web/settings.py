@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evident.context import SERVER_SECTION, ConfigError, read_config_file
+from evident.context import SERVER_SECTION, ConfigError, read_config_file, unknown_key
 
 Algorithm = Literal["HS256", "HS384", "HS512", "RS256", "RS384", "RS512"]
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
@@ -156,6 +156,9 @@ def load_server_settings(config: str | Path | None = None) -> ServerSettings:
         section = data.get(SERVER_SECTION) or {}
         if not isinstance(section, dict):
             raise ConfigError(f"{path}: [{SERVER_SECTION}] must be a table")
+        for key in section:
+            if key not in ServerSettings.model_fields:
+                raise unknown_key(path, str(key), ServerSettings.model_fields, SERVER_SECTION)
         values.update(section)
         base = path.resolve().parent
         for key in _PATHS:

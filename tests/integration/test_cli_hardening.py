@@ -227,7 +227,7 @@ def test_invalid_utf8_query_is_a_clear_error(corpus: Path, tmp_path: Path) -> No
     proc = run("ask", b"vacation \xff\xfe days", "--corpus", str(corpus), "--index", str(tmp_path / "i.sqlite3"),
                "--json")
     clean(proc)
-    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"] == "the query is not valid UTF-8 text"
     assert "evident ask: the query is not valid UTF-8 text" in proc.stderr
 
 

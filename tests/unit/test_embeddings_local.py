@@ -14,7 +14,7 @@ import pytest
 
 from evident.context import EvidentContext
 from evident.embeddings import EmbeddingsUnavailable, GraphEmbeddings, embeddings_note
-from evident.embeddings.local import DIMENSION, LocalEmbeddings
+from evident.embeddings.local import DIMENSION, QUICK_TEXTS, LocalEmbeddings
 from evident.embeddings.model_files import MODEL_SHA256, locate_model_files, sha256_of
 from evident.embeddings.scorer import SemanticScorer, VectorCache
 
@@ -61,6 +61,17 @@ def test_a_batch_gives_the_vectors_of_single_texts(model: LocalEmbeddings) -> No
     assert np.allclose(batched, single, atol=1e-5)
     small_batches = LocalEmbeddings(threads=1, batch_size=2).encode(texts)
     assert np.allclose(batched, small_batches, atol=1e-5)
+
+
+def test_the_first_queries_use_the_quick_session_and_more_texts_the_optimised_one(model: LocalEmbeddings) -> None:
+    fresh = LocalEmbeddings(threads=1)
+    query = fresh.encode([QUESTION])  # one query: the session that starts fast
+    assert fresh._quick is not None and fresh._session is None
+    batch = fresh.encode([ANSWER] * (QUICK_TEXTS + 1))  # more than the quick budget: the optimised session
+    assert fresh._session is not None and fresh._quick is None
+    assert np.allclose(query, fresh.encode([QUESTION]), atol=1e-6)  # the same vectors either way
+    assert np.allclose(query, model.encode([QUESTION]), atol=1e-6)
+    assert np.allclose(batch[0], model.encode([ANSWER])[0], atol=1e-6)
 
 
 def test_a_long_text_is_truncated_to_256_tokens(model: LocalEmbeddings) -> None:

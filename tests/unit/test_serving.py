@@ -134,20 +134,21 @@ def test_another_address_needs_authentication_or_insecure(tmp_path: Path, monkey
 
     monkeypatch.setattr("evident.commands.serve.os.execve", execve)
     monkeypatch.setattr("evident.commands.serve.os.chdir", lambda path: None)
-    insecure = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--insecure"])
+    # --port 0: a free port, whatever else runs on this machine (a taken port is refused).
+    insecure = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--port", "0", "--insecure"])
     assert insecure.exit_code == 0 and "warning" in insecure.output and "anyone" in insecure.output
     ((argv, env),) = started
     assert argv[argv.index("--host") + 1] == "0.0.0.0" and env["EVIDENT_INSECURE"] == "1"
     tokens = tmp_path / "tokens.json"
     config = tmp_path / "evident.toml"
     config.write_text(f'[server]\ntokens_file = "{tokens.name}"\n', encoding="utf-8")
-    authed = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--config", str(config)])
+    authed = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--port", "0", "--config", str(config)])
     assert authed.exit_code == 0 and "anyone" not in authed.output
     assert "EVIDENT_INSECURE" not in started[-1][1]
     # Every address, so no one name: the operator is told that only allowed_hosts are answered.
     assert "allowed_hosts" in authed.output
     config.write_text(f'[server]\ntokens_file = "{tokens.name}"\nallowed_hosts = ["evident.corp"]\n', encoding="utf-8")
-    named = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--config", str(config)])
+    named = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--port", "0", "--config", str(config)])
     assert named.exit_code == 0 and "warning" not in named.output
 
 

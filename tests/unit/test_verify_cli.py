@@ -205,7 +205,9 @@ def test_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path) -> None:
     result = invoke(*args, "--json")
     assert result.exit_code == 2, (result.output, result.exception)
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    assert result.stdout == ""
+    # --json: stdout is the error as one JSON object, the line for people is on stderr.
+    assert json.loads(result.stdout) == {"command": "verify", "status": "error",
+                                         "error": expected.removeprefix("evident verify: ")}
     assert stderr_of(result).splitlines() == [expected]
 
 
