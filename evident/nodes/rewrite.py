@@ -30,7 +30,6 @@ from evident.models import Rewrite, SourceError
 from evident.nodes.common import NodeRuntime, timed
 from evident.nodes.names import REWRITE
 from evident.nodes.retrieve import check_query
-from evident.prompts.rewrite import REWRITE_PROMPT
 from evident.state import EvidentState, RewriteUpdate
 
 RULE_FALLBACK = "used the offline rewrite rule"
@@ -53,6 +52,9 @@ def render_history(history: Sequence[Turn]) -> str:
 
 def rewrite_with_model(model: Any, ctx: EvidentContext, question: str, history: Sequence[Turn]) -> str:
     """The model's standalone question; raises `ModelFailure` when there is no usable one."""
+    # Here, not at the top: the template brings LangChain's prompt machinery, which the offline rule never needs.
+    from evident.prompts.rewrite import REWRITE_PROMPT
+
     messages = REWRITE_PROMPT.format_messages(history=render_history(history), question=question)
     reply = call_with_retries(lambda: model.invoke(messages, config=_CALL_CONFIG), ctx)
     if refusal_of(reply):

@@ -93,9 +93,9 @@ def test_words_alone_read_the_coverage_gate() -> None:
     assert not AnswerGate(meaning_weight=0.6, gate=0.0, words_gate=0.4).admits(evidence)
 
 
-def test_a_question_rewritten_from_a_conversation_is_gated_by_its_words() -> None:
-    # The extract node reads a rewritten follow-up by words (evident/nodes/extract.py): its cosines are
-    # lower throughout, so meaning would refuse what the words cover.
+def test_a_turn_of_a_conversation_is_gated_by_its_words() -> None:
+    # The extract node gates a follow-up by words (evident/nodes/extract.py): the meaning gate is
+    # calibrated on first questions, and a follow-up's cosines are lower throughout.
     gate = AnswerGate(meaning_weight=0.7, gate=0.31, words_gate=0.32)
     covered_but_far = Evidence(coverage=0.5, cosine=0.1)
     assert not gate.admits(covered_but_far)

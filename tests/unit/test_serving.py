@@ -240,7 +240,7 @@ def test_serving_on_a_database_checks_its_options(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr("evident.commands.serve.os.chdir", lambda path: None)
     config = tmp_path / "evident.toml"
     config.write_text('[server]\ndatabase = "postgresql://evident@db:5432/threads"\n', encoding="utf-8")
-    served = CliRunner().invoke(app, ["serve", "--config", str(config), "--json"])
+    served = CliRunner().invoke(app, ["serve", "--config", str(config), "--json", "--port", "0"])
     assert served.exit_code == 0, served.output
     assert started[-1][-1] == "postgresql://evident@db:5432/threads" and "aegra_api.main:app" in started[-1]
     info = json.loads(served.stdout.splitlines()[0])
