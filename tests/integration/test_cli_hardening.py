@@ -77,7 +77,8 @@ def test_link_to_a_secret_outside_the_corpus_is_neither_indexed_nor_cited(corpus
                "--json")
     clean(proc)
     out = json.loads(proc.stdout)
-    del out["query"]  # the only place the word may appear: the question itself
+    # The only places the word may appear: the question itself, and the same question as answered.
+    assert out.pop("standalone_query") == out.pop("query")
     assert SECRET not in json.dumps(out) and "vault.md" not in json.dumps(out)
     followed = index_json(str(corpus), "--index", str(target), "--follow-symlinks")
     assert followed["documents"] == 3  # the owner may opt in
