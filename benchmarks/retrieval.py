@@ -29,6 +29,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,31 @@ def index_size(path: Path) -> int:
         p.stat().st_size for p in path.parent.glob(path.name + "*/**/*") if p.is_file())
 
 
+def build_local_index(corpus: Path, target: Path) -> tuple[int, float]:
+    """The embedded index of `corpus` built at `target`: its sections and the seconds the build took."""
+    from evident.connectors.index.embedded import LocalIndex
+
+    start = time.perf_counter()
+    with LocalIndex(target) as index:
+        index.add_corpus(corpus, on_skip=lambda *_: None)
+        sections = index.count()
+    return sections, time.perf_counter() - start
+
+
+def latencies(search: Callable[[str], object], questions: list[str], rounds: int) -> list[float]:
+    """Milliseconds of each `search` over `rounds` rounds of `questions`, after one warm-up round
+    (caches, query plans, pages)."""
+    for q in questions:
+        search(q)
+    times = []
+    for _ in range(rounds):
+        for q in questions:
+            start = time.perf_counter()
+            search(q)
+            times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
 def bench_index(count: int, queries: list[str], rounds: int, workdir: Path) -> dict[str, Any]:
     from evident.connectors.index.embedded import LocalIndex
     from evident.connectors.index.retriever import LocalCorpusRetriever
@@ -95,24 +121,13 @@ def bench_index(count: int, queries: list[str], rounds: int, workdir: Path) -> d
     corpus = workdir / f"corpus-{count}.jsonl"
     corpus_bytes = generate(count, corpus)
     target = workdir / f"index-{count}.sqlite3"
-    start = time.perf_counter()
-    with LocalIndex(target) as index:
-        index.add_corpus(corpus, on_skip=lambda *_: None)
-        documents = index.count()
-    build_s = time.perf_counter() - start
+    documents, build_s = build_local_index(corpus, target)
     with sqlite3.connect(target) as conn:  # fold the WAL in, so the size is the index's own
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     size = index_size(target)
 
-    search_ms: list[float] = []
     with LocalIndex(target, read_only=True) as index:
-        for q in queries:  # warm-up: page cache and SQLite statement cache
-            index.search(q, k=8)
-        for _ in range(rounds):
-            for q in queries:
-                t = time.perf_counter()
-                index.search(q, k=8)
-                search_ms.append((time.perf_counter() - t) * 1000)
+        search_ms = latencies(lambda q: index.search(q, k=8), queries, rounds)
         # Permissions inside the search: a staff member's visibility tokens, counted statistics.
         visible = principal_tokens(Principal(user="bench", groups=["staff"]), AclPolicy())
         filtered_ms: list[float] = []

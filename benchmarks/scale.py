@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from machine_info import describe  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
-from retrieval import generate, index_size, percentile  # noqa: E402
+from retrieval import build_local_index, generate, index_size, latencies, percentile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -37,32 +37,16 @@ def _questions(count: int) -> list[str]:
     return [json.loads(line)["query"] for line in lines if line.strip()][:count]
 
 
-def _latencies(search: Any, questions: list[str], rounds: int) -> list[float]:
-    for q in questions:  # warm-up: caches, plans, pages
-        search(q)
-    times = []
-    for _ in range(rounds):
-        for q in questions:
-            start = time.perf_counter()
-            search(q)
-            times.append((time.perf_counter() - start) * 1000)
-    return times
-
-
 def embedded(corpus: Path, workdir: Path, questions: list[str], rounds: int) -> dict[str, Any]:
     from evident.connectors.index.embedded import LocalIndex
     from evident.connectors.visibility import AclPolicy, principal_tokens
     from evident.models import Principal
 
     target = workdir / f"{corpus.stem}.sqlite3"
-    start = time.perf_counter()
-    with LocalIndex(target) as index:
-        index.add_corpus(corpus, on_skip=lambda *_: None)
-        sections = index.count()
-    build_s = time.perf_counter() - start
+    sections, build_s = build_local_index(corpus, target)
     visible = principal_tokens(Principal(user="bench", groups=["staff"]), AclPolicy())
     with LocalIndex(target, read_only=True) as index:
-        times = _latencies(lambda q: index.search(q, k=8, visible=visible), questions, rounds)
+        times = latencies(lambda q: index.search(q, k=8, visible=visible), questions, rounds)
     return {"sections": sections, "build_s": build_s, "size_mb": index_size(target) / 1e6, "times": times}
 
 
@@ -94,7 +78,7 @@ def postgres(corpus: Path, dsn_env: str, questions: list[str], rounds: int) -> d
     retriever = build_retriever(dsn, schema=schema, config="english", k=8, source_name="bench", timeout_s=600,
                                 statement_timeout_ms=None)  # fmt: skip
     visible = principal_tokens(Principal(user="bench", groups=["staff"]), AclPolicy())
-    times = _latencies(lambda q: retriever.search_visible(q, visible, None), questions, rounds)
+    times = latencies(lambda q: retriever.search_visible(q, visible, None), questions, rounds)
     retriever.close()
     return {"sections": stats.documents, "build_s": build_s, "size_mb": int(size[0] or 0) / 1e6, "times": times}
 
