@@ -137,10 +137,6 @@ def run_index(config: Path, only: list[str], json_out: bool) -> int:
         LoaderSettings,
         LocalSettings,
         PostgresSettings,
-        build_loader,
-        crawl_settings,
-        docs_index_path,
-        loader_index_path,
         parse_settings,
     )
     from evident.connectors.index.embedded import IndexFileError, LocalIndex, default_index_path
@@ -172,18 +168,18 @@ def run_index(config: Path, only: list[str], json_out: bool) -> int:
                     row.update(index=str(target), documents=index.count(), added=stats.added,
                                updated=stats.updated, removed=stats.removed, status="ok")
             elif isinstance(settings, DocsSettings):
-                target = docs_index_path(settings)
+                target = settings.index_file()
                 refreshed = refresh_docs_index(
-                    crawl_settings(settings), target,
+                    settings.crawl_settings(), target,
                     on_skip=_skip_warning(row["name"]),
                 )
                 row.update(index=str(target), documents=refreshed.pages, added=refreshed.added,
                            updated=refreshed.updated, removed=refreshed.removed, fetched=refreshed.fetched,
                            reused=refreshed.reused, status="ok")
             elif isinstance(settings, LoaderSettings):
-                target = loader_index_path(settings)
+                target = settings.index_file()
                 loaded = refresh_loader_index(
-                    build_loader(settings),
+                    settings.loader_object(),
                     LoaderMapping(source_name=settings.name, source_type=settings.source_type or "",
                                   url_template=settings.url_template, max_documents=settings.max_documents),
                     target, on_skip=_skip_warning(row["name"]),

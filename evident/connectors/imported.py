@@ -6,13 +6,17 @@ Importing a module from the configuration runs its code: the configuration file 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import SecretStr
 
 from evident.connectors.remote.http import read_secret
 from evident.connectors.source import SourceConfigError
-from evident.connectors.source_settings import SourceSettings
+
+if TYPE_CHECKING:
+    from evident.connectors.source_settings import SourceSettings
+
+T = TypeVar("T")
 
 
 def secret_setting(settings: SourceSettings, env: str | None, what: str, secrets: list[SecretStr]) -> SecretStr | None:
@@ -24,14 +28,15 @@ def secret_setting(settings: SourceSettings, env: str | None, what: str, secrets
 
 
 def construct(settings: SourceSettings, path: str, raw_kwargs: dict[str, Any], kwargs_env: dict[str, str],
-              kind: type, secrets: list[SecretStr]) -> object:
+              kind: type[T], secrets: list[SecretStr]) -> T:
     """The `kind` object at import path `path`: an instance as is, or a class or factory called with the
     kwargs (and the values of the kwargs_env variables, never shown in an error)."""
     target = load_object(settings.name, path)
     kwargs = dict(raw_kwargs)
     for key, env in kwargs_env.items():
         secret = secret_setting(settings, env, f"the {key!r} argument", secrets)
-        assert secret is not None
+        if secret is None:  # an empty variable name; one that is not set raised already
+            raise SourceConfigError(settings.name, f"kwargs_env.{key}: name an environment variable")
         kwargs[key] = secret.get_secret_value()
     what = f"LangChain {kind.__name__}"
     if isinstance(target, kind):

@@ -10,7 +10,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from evident.connectors.config import Defaults, build_sources, parse_settings
+from evident.connectors.config import SOURCE_TYPES, Defaults, build_sources, parse_settings
 from evident.connectors.index.retriever import LocalCorpusRetriever
 from evident.connectors.remote.confluence import ConfluenceRetriever
 from evident.connectors.remote.mediawiki import MediaWikiRetriever
@@ -117,6 +117,11 @@ def test_every_type_builds(tmp_path: Path, examples: Path, monkeypatch: pytest.M
         ({"name": "lc", "type": "langchain", "retriever": "evident.connectors.acl:parse_acl"}, "lc",
          "parse_acl(...) failed"),
         ({"name": "lc", "type": "langchain", "retriever": "nodots"}, "lc", "must be 'package.module:attribute'"),
+        ({"name": "lc", "type": "langchain", "retriever": f"{__name__}:make_keyword_retriever",
+          "kwargs_env": {"api_key": ""}}, "lc", "kwargs_env.api_key: name an environment variable"),
+        # A setting of another type is unknown to this one, named without the union's tag.
+        ({"name": "l", "type": "local", "paths": ["."], "url": "https://w/api.php"}, "l", "url: unknown setting"),
+        ({"name": "p", "type": "postgres", "paths": ["."], "schema": "Bad-Name"}, "p", "schema: String should match"),
     ],
 )
 def test_bad_source_settings_name_the_source(raw: Any, source: str, message: str) -> None:
@@ -175,6 +180,24 @@ def test_toml_sources_with_relative_paths(tmp_path: Path, examples: Path) -> Non
     config.write_text("sources = 3\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="sources"):
         EvidentContext.from_env(config)
+
+
+def test_each_type_is_one_settings_class_of_the_union() -> None:
+    """Parsing picks the class by `type`, and every class of the union builds a retriever of its own."""
+    minimal: dict[str, dict[str, Any]] = {
+        "confluence": {"url": "https://c.example"}, "docs": {"sitemap": "https://d.example/sitemap.xml"},
+        "langchain": {"retriever": f"{__name__}:KeywordRetriever"}, "loader": {"loader": f"{__name__}:X"},
+        "local": {"paths": ["."]}, "mediawiki": {"url": "https://w.example/api.php"},
+        "postgres": {"paths": ["."], "dsn_env": "PG_DSN"},
+    }
+    assert sorted(minimal) == list(SOURCE_TYPES)
+    classes = set()
+    for kind, extra in minimal.items():
+        settings = parse_settings({"name": kind, "type": kind, **extra}, 1)
+        assert settings.type == kind
+        assert "build" not in getattr(type(settings), "__abstractmethods__", set())
+        classes.add(type(settings))
+    assert len(classes) == len(SOURCE_TYPES)
 
 
 def test_parse_settings_rejects_non_string_type() -> None:

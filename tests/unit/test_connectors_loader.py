@@ -15,7 +15,7 @@ from langchain_core.documents import Document
 from typer.testing import CliRunner
 
 from evident.cli import app
-from evident.connectors.config import Defaults, LoaderSettings, build_loader, build_sources, parse_settings
+from evident.connectors.config import Defaults, LoaderSettings, build_sources, parse_settings
 from evident.connectors.index.loader_source import LoaderMapping, loader_records, refresh_loader_index
 from evident.connectors.remote.docs_index import pages_path, read_pages
 from evident.connectors.source import SourceConfigError, SourceFailure
@@ -151,10 +151,12 @@ def test_loader_settings_are_checked(workdir: Path, monkeypatch: pytest.MonkeyPa
     settings = parse_settings({"name": "h", "type": "loader", "loader": "evident.connectors.acl:parse_acl"}, 1)
     assert isinstance(settings, LoaderSettings)
     with pytest.raises(SourceConfigError, match="parse_acl\\(...\\) failed"):
-        build_loader(settings)
+        settings.loader_object()
+    other = parse_settings({"name": "h", "type": "loader", "loader": "evident.connectors.acl:parse_acl",
+                            "kwargs": {"value": "public"}}, 1)
+    assert isinstance(other, LoaderSettings)
     with pytest.raises(SourceConfigError, match="returned Acl, not a LangChain BaseLoader"):
-        build_loader(parse_settings({"name": "h", "type": "loader", "loader": "evident.connectors.acl:parse_acl",
-                                     "kwargs": {"value": "public"}}, 1))
+        other.loader_object()
     _, errors = build_sources([{"name": "h", "type": "loader", "loader": f"{__name__}:HandbookLoader"}], Defaults())
     assert "the loader has not been run yet" in errors[0].message and "evident index --config" in errors[0].message
     with pytest.raises(SourceFailure, match="gave no document with text"):
