@@ -18,7 +18,17 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    create_model,
+    field_validator,
+)
+from pydantic.fields import FieldInfo
 
 if TYPE_CHECKING:  # the CLI reads settings without loading LangGraph
     from langgraph.runtime import Runtime
@@ -45,7 +55,7 @@ class EvidentContext(BaseModel):
     model: str | None = Field(None, description="Chat model name (EVIDENT_MODEL).")
     base_url: str | None = Field(None, description="OpenAI-compatible base URL (OPENAI_BASE_URL).")
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key.")
-    temperature: float = 0.0
+    temperature: float = Field(0.0, description="Sampling temperature of model calls.")
     mode: Mode | None = Field(
         None, description="Forced mode; by default 'llm' when a model is configured, else 'offline'."
     )
@@ -83,11 +93,15 @@ class EvidentContext(BaseModel):
     )
 
     # Alignment (paper §3.3).
-    ngram_n: int = Field(5, ge=1)
-    threshold: float = Field(0.7, ge=0.0, le=1.0)
-    drift: Literal["extended", "paper"] = "extended"
-    bridge: int = Field(2, ge=0)
-    unsupported: Literal["remove", "flag"] = "remove"
+    ngram_n: int = Field(5, ge=1, description="n of the n-gram overlap that aligns a passage with its source.")
+    threshold: float = Field(0.7, ge=0.0, le=1.0, description="Overlap a passage needs to be kept.")
+    drift: Literal["extended", "paper"] = Field(
+        "extended", description="Citation drift rule: 'paper' relinks only a passage its cited document does not "
+        "hold at all (§3.3); 'extended' also one that shares only a fragment with it.")
+    bridge: int = Field(
+        2, ge=0, description="Longest substitution (tokens) replaced by the source's text as a correction.")
+    unsupported: Literal["remove", "flag"] = Field(
+        "remove", description="What verify does to a sentence its citations do not support.")
     min_evidence_tokens: int = Field(
         3, ge=0, description="Content tokens a passage needs to count as evidence (a bare heading never does)."
     )
@@ -97,7 +111,7 @@ class EvidentContext(BaseModel):
     index_path: str | None = Field(None, description="Embedded index file (default: per corpus).")
     k: int = Field(8, ge=1, description="Documents asked from each source.")
     top_n: int = Field(8, ge=1, description="Documents kept after fusion.")
-    retrieve_timeout_s: float = Field(15.0, gt=0)
+    retrieve_timeout_s: float = Field(15.0, gt=0, description="Deadline of a source's search (seconds).")
     follow_symlinks: bool = Field(
         False, description="Index files reached through symbolic links that leave a corpus folder."
     )
@@ -112,15 +126,16 @@ class EvidentContext(BaseModel):
     )
 
     # Offline engine and output.
-    max_passages: int = Field(6, ge=1)
-    max_query_chars: int = Field(4000, ge=1)
+    max_passages: int = Field(6, ge=1, description="Passages the offline engine keeps.")
+    max_query_chars: int = Field(4000, ge=1, description="Characters a question may have.")
     max_messages: int = Field(
         40, ge=2, description="Messages a conversation may hold (a thread's oldest turns are dropped beyond it)."
     )
     max_conversation_chars: int = Field(
         60_000, ge=1000, description="Characters a conversation's messages may hold in total."
     )
-    glossary: dict[str, str] = Field(default_factory=dict)
+    glossary: dict[str, str] = Field(
+        default_factory=dict, description="Company terms standardised in the answer text (never inside quotes).")
 
     # Embeddings: meaning as well as words (docs/embeddings.md). The deployment's alone, never a request's.
     embeddings: EmbeddingsProvider | None = Field(
@@ -257,22 +272,32 @@ class ContextWithDefaults(EvidentContext):
         return RequestSettings.model_json_schema(*args, **kwargs)
 
 
-class RequestSettings(BaseModel):
-    """What a served request (run `context` or `config.configurable`, an assistant's context or
-    config) may set for its own run. Each value is bounded so that no request can make the server
-    do unbounded work; everything else is the deployment's (`evident.toml`, environment)."""
+# What a served request may set for its own run, each with the bound a request must stay within (None: the
+# field's own bounds already are harmless). Default, type, lower bound and description are the field's in
+# `EvidentContext`: a request setting is that setting, only capped, so nothing is written twice.
+REQUEST_BOUNDS: dict[str, int | None] = {
+    "top_n": 50, "k": 50, "ngram_n": 12, "threshold": None, "drift": None, "bridge": 8, "unsupported": None,
+    "sentence_threshold": None, "max_passages": 20,
+}
 
-    model_config = ConfigDict(extra="forbid", title="EvidentContext")
 
-    top_n: int = Field(8, ge=1, le=50, description="Documents kept after fusion (at most 50).")
-    k: int = Field(8, ge=1, le=50, description="Documents asked from each source (at most 50).")
-    ngram_n: int = Field(5, ge=1, le=12, description="n of the n-gram overlap of alignment (1-12).")
-    threshold: float = Field(0.7, ge=0.0, le=1.0, description="Overlap a passage needs to be kept.")
-    drift: Literal["extended", "paper"] = Field("extended", description="Citation drift rule.")
-    bridge: int = Field(2, ge=0, le=8, description="Tokens a truncated quote may bridge (0-8).")
-    unsupported: Literal["remove", "flag"] = Field("remove", description="What verify does to an unsupported sentence.")
-    sentence_threshold: float = Field(0.8, ge=0.0, le=1.0, description="Support a model-written sentence needs.")
-    max_passages: int = Field(6, ge=1, le=20, description="Passages the offline engine keeps (at most 20).")
+def _request_field(name: str, cap: int | None) -> tuple[Any, Any]:
+    owner = EvidentContext.model_fields[name]
+    if cap is None:
+        return owner.annotation, owner
+    return owner.annotation, FieldInfo.merge_field_infos(
+        owner, Field(le=cap, description=f"{owner.description} A request: at most {cap}."))
+
+
+_REQUEST_FIELDS: dict[str, Any] = {name: _request_field(name, cap) for name, cap in REQUEST_BOUNDS.items()}
+RequestSettings = create_model(
+    "RequestSettings",
+    __config__=ConfigDict(extra="forbid", title="EvidentContext"),
+    __doc__="What a served request (run `context` or `config.configurable`, an assistant's context or config) "
+    "may set for its own run. Each value is bounded so that no request can make the server do unbounded work; "
+    "everything else is the deployment's (`evident.toml`, environment).",
+    **_REQUEST_FIELDS,
+)
 
 
 REQUEST_SETTINGS = frozenset(RequestSettings.model_fields)

@@ -15,9 +15,11 @@ from langchain_core.retrievers import BaseRetriever
 from langgraph.checkpoint.memory import InMemorySaver
 
 from evident.context import (
+    REQUEST_BOUNDS,
     REQUEST_SETTINGS,
     ContextWithDefaults,
     EvidentContext,
+    RequestSettings,
     RequestSettingsError,
     check_request_settings,
     split_request_settings,
@@ -71,6 +73,19 @@ def test_allowed_settings_are_bounded(name: str, value: Any) -> None:
     allowed, errors = split_request_settings({name: value, "top_n": 2} if name != "top_n" else {name: value})
     assert [(e.setting, e.status) for e in errors] == [(name, 422)]
     assert name not in allowed
+
+
+def test_a_request_setting_is_the_owners_setting_capped() -> None:
+    """Default, type, lower bound and description come from `EvidentContext`; a request only caps them."""
+    for name, cap in REQUEST_BOUNDS.items():
+        owner, request = EvidentContext.model_fields[name], RequestSettings.model_fields[name]
+        assert request.annotation == owner.annotation and request.default == owner.default, name
+        assert owner.description and request.description and request.description.startswith(owner.description)
+        lower = [m for m in owner.metadata if not hasattr(m, "le")]
+        assert [m for m in request.metadata if not hasattr(m, "le")] == lower, name
+        caps = [m.le for m in request.metadata if hasattr(m, "le")]
+        assert caps == ([cap] if cap is not None else [m.le for m in owner.metadata if hasattr(m, "le")]), name
+    assert all(field.description for field in EvidentContext.model_fields.values())
 
 
 def test_the_published_context_schema_is_what_a_request_may_set() -> None:
