@@ -454,6 +454,31 @@ def _embeddings_section(path: Path, section: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def environment_value(name: str) -> str | None:
+    """The environment variable `name` as the process has it (None when unset).
+
+    The process environment is read in this module only: the settings it holds (`environment_settings`) and,
+    through this function, the credentials that settings name by variable (`api_key_env`, `token_env`,
+    `dsn_env`, …), read where they are used so that none is kept in a settings object."""
+    return os.environ.get(name)
+
+
+def process_environment() -> dict[str, str]:
+    """A copy of the process environment, for a child process that starts from it (`evident serve`)."""
+    return dict(os.environ)
+
+
+def export_environment(name: str, value: str) -> None:
+    """Set `name` for this process and its children: for a library that reads its settings from the
+    environment at import (Aegra)."""
+    os.environ[name] = value
+
+
+def index_dir() -> Path:
+    """Where indexes live when no path is configured: `EVIDENT_INDEX_DIR`, else ~/.cache/evident/indexes."""
+    return Path(os.environ.get("EVIDENT_INDEX_DIR") or "~/.cache/evident/indexes").expanduser()
+
+
 def environment_settings() -> dict[str, Any]:
     out: dict[str, Any] = {key: os.environ[var] for var, key in _ENV.items() if os.environ.get(var)}
     if corpus := os.environ.get("EVIDENT_CORPUS"):

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from evident.context import PACKAGE_ROOT
+from evident.context import PACKAGE_ROOT, export_environment
 
 ASGI_APP = "aegra_api.main:app"
 INSTALL_HINT = "pip install 'evident-rag[server]' (Aegra needs Python 3.12 or newer)"
@@ -105,7 +104,7 @@ def aegra_argv(python: str, *, host: str, port: int) -> list[str]:
 def run_migrations(database: str) -> None:
     """Bring the database to Aegra's schema, once, under Aegra's advisory lock (the deployments's
     migration step: docs/deployment.md). Raises what Aegra raises."""
-    os.environ["DATABASE_URL"] = database  # Aegra reads its settings from the environment at import
+    export_environment("DATABASE_URL", database)
     from aegra_api.core.migrations import run_migrations as upgrade
 
     upgrade()

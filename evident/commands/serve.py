@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from evident.commands import aegra
 from evident.commands.common import fail, warn
-from evident.context import PACKAGE_ROOT, ConfigError
+from evident.context import PACKAGE_ROOT, ConfigError, environment_value, process_environment
 from evident.web.settings import ServerSettings, load_server_settings
 
 DEFAULT_HOST = "127.0.0.1"
@@ -198,7 +198,7 @@ def _generated_config() -> Path:
 def langgraph_executable() -> str | None:
     """The `langgraph` CLI of this environment (next to this Python first), if installed."""
     here = Path(sys.executable).parent
-    return shutil.which("langgraph", path=os.pathsep.join([str(here), os.environ.get("PATH", "")]))
+    return shutil.which("langgraph", path=os.pathsep.join([str(here), environment_value("PATH") or ""]))
 
 
 def build_invocation(
@@ -216,8 +216,8 @@ def build_invocation(
 ) -> Invocation:
     """The `langgraph dev` command line for these options (no side effects but a generated config)."""
     lg_config = find_langgraph_config(langgraph_config) or _generated_config()
-    env, notes = _deployment_environment(os.environ if base_env is None else base_env, host=host, config=config,
-                                         corpus=corpus, insecure=insecure)
+    env, notes = _deployment_environment(process_environment() if base_env is None else base_env, host=host,
+                                         config=config, corpus=corpus, insecure=insecure)
     argv = [executable, "dev", "--no-browser", "--config", str(lg_config), "--host", host, "--port", str(port),
             "--n-jobs-per-worker", str(jobs)]
     if not reload:
@@ -242,7 +242,7 @@ def build_aegra_invocation(
 ) -> Invocation:
     """One Aegra replica for these options (no side effects but a generated config)."""
     lg_config = find_langgraph_config(langgraph_config) or aegra.generated_config()
-    base = aegra.aegra_environment(os.environ if base_env is None else base_env, langgraph_config=lg_config,
+    base = aegra.aegra_environment(process_environment() if base_env is None else base_env, langgraph_config=lg_config,
                                    database=database, redis=redis, migrate=migrate, jobs=jobs)
     env, notes = _deployment_environment(base, host=host, config=config, corpus=corpus, insecure=insecure)
     if redis is None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 from langchain_core.retrievers import BaseRetriever
 
 from evident.connectors.federated import FederatedRetriever
-from evident.context import ConfigError, EvidentContext
+from evident.context import ConfigError, EvidentContext, environment_value
 from evident.models import SourceError
 
 RetrieverFactory = Callable[[EvidentContext], BaseRetriever]
@@ -58,7 +57,7 @@ def federated_retriever(ctx: EvidentContext) -> FederatedRetriever:
     env = sorted({name for raw in ctx.sources if isinstance(raw, dict) for name in environment_names(raw)})
     key = hashlib.sha256(json.dumps(
         [ctx.sources, ctx.corpus, ctx.index_path, ctx.k, ctx.top_n, ctx.retrieve_timeout_s,
-         [os.environ.get(name, "") for name in env]],  # a credential set later is picked up
+         [environment_value(name) or "" for name in env]],  # a credential set later is picked up
         sort_keys=True, default=str,
     ).encode()).hexdigest()
     with _federated_lock:

@@ -11,7 +11,6 @@ source of their type is configured: most of them pull in a client library a depl
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from abc import abstractmethod
@@ -27,6 +26,7 @@ from evident.connectors.acl import AclError, DefaultAcl, parse_acl
 from evident.connectors.imported import construct, secret_setting
 from evident.connectors.remote.http import check_base_url
 from evident.connectors.source import SourceConfigError
+from evident.context import environment_value
 
 if TYPE_CHECKING:
     from evident.connectors.postgres.dsn import PostgresDsn
@@ -365,4 +365,4 @@ def environment_names(raw: dict[str, Any]) -> list[str]:
 
 def missing_environment(raw: dict[str, Any]) -> list[str]:
     """The environment variables a source's settings refer to that are not set."""
-    return [n for n in environment_names(raw) if not os.environ.get(n)]
+    return [n for n in environment_names(raw) if not environment_value(n)]

@@ -9,11 +9,11 @@ and it goes on by words, which is better than a query that waits through retries
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
+from evident.context import environment_value
 from evident.embeddings.failures import EmbeddingsFailure, EmbeddingsUnavailable
 from evident.embeddings.settings import EmbeddingsSettings
 
@@ -87,7 +87,7 @@ def openai_embeddings(settings: EmbeddingsSettings) -> ServedEmbeddings:
     if not settings.model:
         raise EmbeddingsUnavailable("embeddings provider 'openai' needs a model: set EVIDENT_EMBEDDINGS_MODEL "
                                     "(or `model` in [embeddings])")
-    key = os.environ.get(settings.api_key_env, "")
+    key = environment_value(settings.api_key_env) or ""
     if not key:
         if not settings.base_url:
             raise EmbeddingsUnavailable(f"no API key for the embeddings: set {settings.api_key_env} "

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from evident.context import environment_value
 from evident.eval import metrics as m
 from evident.eval.dataset import EvalQuery
 from evident.eval.store import settings_hash
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def configured() -> bool:
-    return bool(os.environ.get("LANGSMITH_API_KEY") or os.environ.get("LANGCHAIN_API_KEY"))
+    return bool(environment_value("LANGSMITH_API_KEY") or environment_value("LANGCHAIN_API_KEY"))
 
 
 def query_scores(row: Row) -> dict[str, float]:

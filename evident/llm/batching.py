@@ -20,7 +20,6 @@ import hashlib
 import itertools
 import logging
 import math
-import os
 import re
 import tempfile
 import threading
@@ -29,7 +28,7 @@ from pathlib import Path
 
 from evident.alignment import drops
 from evident.alignment.models import SourceDocument
-from evident.context import EvidentContext
+from evident.context import EvidentContext, environment_value
 
 TokenCounter = Callable[[str], int]
 
@@ -58,7 +57,7 @@ def _encoding_name(model: str | None) -> str:
 
 def tiktoken_cached(encoding: str) -> bool:
     """Whether tiktoken can load `encoding` without the network (mirrors tiktoken's cache lookup)."""
-    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+    cache_dir = environment_value("TIKTOKEN_CACHE_DIR") or environment_value("DATA_GYM_CACHE_DIR")
     if cache_dir == "":
         return False
     base = Path(cache_dir) if cache_dir else Path(tempfile.gettempdir()) / "data-gym-cache"

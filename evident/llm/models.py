@@ -12,14 +12,13 @@ llama.cpp-family servers ignore, so for any base URL other than OpenAI's it goes
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from evident.context import EvidentContext
+from evident.context import EvidentContext, environment_value
 from evident.llm.failures import ModelFailure
 from evident.llm.servers import is_openai, resolved_base_url
 
@@ -64,7 +63,7 @@ class ModelSettings(BaseModel):
         if not ctx.model:
             raise ModelFailure("config", "no model is configured: set EVIDENT_MODEL (or `model` in evident.toml)")
         base_url = resolved_base_url(ctx)
-        key = ctx.api_key.get_secret_value() if ctx.api_key else os.environ.get(ctx.api_key_env, "")
+        key = ctx.api_key.get_secret_value() if ctx.api_key else (environment_value(ctx.api_key_env) or "")
         if not key:
             if not base_url:
                 raise ModelFailure(

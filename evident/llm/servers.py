@@ -8,14 +8,13 @@ setting, a llama.cpp `llama-server` is asked how many slots it has (`/props`, on
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from evident.context import EvidentContext
+from evident.context import EvidentContext, environment_value
 
 DEFAULT_CONCURRENCY = 2  # a local server that does not say how many slots it has
 OPENAI_CONCURRENCY = 4
@@ -28,7 +27,7 @@ def is_openai(base_url: str | None) -> bool:
 
 
 def resolved_base_url(ctx: EvidentContext) -> str | None:
-    return ctx.base_url or os.environ.get("OPENAI_BASE_URL") or None
+    return ctx.base_url or environment_value("OPENAI_BASE_URL") or None
 
 
 def server_root(base_url: str) -> str:

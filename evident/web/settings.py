@@ -26,7 +26,6 @@ request cannot see or change them.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evident.context import SERVER_SECTION, ConfigError, read_config_file, unknown_key
+from evident.context import SERVER_SECTION, ConfigError, environment_value, read_config_file, unknown_key
 
 Algorithm = Literal["HS256", "HS384", "HS512", "RS256", "RS384", "RS512"]
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
@@ -165,7 +164,7 @@ def load_server_settings(config: str | Path | None = None) -> ServerSettings:
             if isinstance(values.get(key), str):
                 values[key] = str(base / values[key])
     for var, key in _ENV.items():
-        value = os.environ.get(var)
+        value = environment_value(var)
         if value:
             values[key] = value
     try:
@@ -183,7 +182,7 @@ _cached: dict[tuple[str | None, ...], ServerSettings] = {}
 def server_settings() -> ServerSettings:
     """The settings of this server process, read once per configuration (a file read: not on the
     event loop of every request)."""
-    key = (os.environ.get("EVIDENT_CONFIG"), *(os.environ.get(var) for var in _ENV))
+    key = (environment_value("EVIDENT_CONFIG"), *(environment_value(var) for var in _ENV))
     with _lock:
         found = _cached.get(key)
         if found is None:

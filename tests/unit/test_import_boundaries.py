@@ -73,3 +73,22 @@ def test_the_graph_still_loads_from_the_package() -> None:
     from evident.graph import build_graph, builder, graph
 
     assert graph is builder.graph and build_graph is builder.build_graph
+
+
+def _environment_reads(tree: ast.AST) -> list[int]:
+    """Lines that touch the process environment: `os.environ`, `os.getenv`, `os.putenv`."""
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name) and node.value.id == "os"
+            and node.attr in ("environ", "getenv", "putenv", "unsetenv")]
+
+
+def test_the_scan_finds_environment_reads() -> None:
+    tree = ast.parse("import os\nx = os.environ.get('A')\ny = os.getenv('B')\nz = os.path.join('a')\n")
+    assert _environment_reads(tree) == [2, 3]
+
+
+def test_only_the_context_reads_the_environment() -> None:
+    """Settings have one home: every environment variable is read through `evident.context`."""
+    found = {str(path.relative_to(PACKAGE)): lines for path in sorted(PACKAGE.rglob("*.py"))
+             if (lines := _environment_reads(ast.parse(path.read_text(encoding="utf-8"))))}
+    assert set(found) == {"context.py"}, found

@@ -57,6 +57,7 @@ from evident.connectors.index.vectors import (
     vectors_key,
 )
 from evident.connectors.visibility import document_tokens
+from evident.context import index_dir
 from evident.embeddings.meaning import QueryMeaning, without_meaning
 
 __all__ = ["EmbedStats", "IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index"]
@@ -97,8 +98,7 @@ def default_index_path(paths: Sequence[str | Path]) -> Path:
     """Where the index of a set of corpus paths lives when none is given: one file per path set."""
     resolved = sorted({str(Path(p).expanduser().resolve()) for p in paths})
     digest = hashlib.sha256("\n".join(resolved).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    base = os.environ.get("EVIDENT_INDEX_DIR") or "~/.cache/evident/indexes"
-    return Path(base).expanduser() / f"{digest}.sqlite3"
+    return index_dir() / f"{digest}.sqlite3"
 
 
 class LocalIndex(MirroredStore):

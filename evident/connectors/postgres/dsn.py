@@ -8,13 +8,12 @@ error message someone else wrote.
 
 from __future__ import annotations
 
-import os
-
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from pydantic import SecretStr
 
 from evident.connectors.source import SourceConfigError
+from evident.context import environment_value
 
 
 class PostgresDsn:
@@ -58,7 +57,7 @@ def resolve_dsn(source: str, dsn: str | None, dsn_env: str | None) -> PostgresDs
     if bool(dsn) == bool(dsn_env):
         raise SourceConfigError(source, "set exactly one of dsn and dsn_env (the environment variable holding it)")
     if dsn_env:
-        value = os.environ.get(dsn_env)
+        value = environment_value(dsn_env)
         if not value:
             raise SourceConfigError(source, f"missing credential: environment variable {dsn_env} "
                                             "(PostgreSQL connection string) is not set")

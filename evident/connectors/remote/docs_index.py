@@ -22,6 +22,7 @@ from evident.connectors.index.embedded import IndexStats, LocalIndex
 from evident.connectors.remote.docs_site import Crawler, CrawlSettings, SkipReporter, normalize_url
 from evident.connectors.remote.http import host
 from evident.connectors.source import SourceFailure
+from evident.context import index_dir
 
 
 class DocsRefreshStats(IndexStats):
@@ -38,9 +39,8 @@ def default_docs_index(name: str, settings: CrawlSettings) -> Path:
 def default_source_index(kind: str, name: str, identity: list[str]) -> Path:
     """An index file of its own for a source named `name` whose content is identified by `identity`."""
     digest = hashlib.sha256("\n".join([name, *identity]).encode()).hexdigest()[:12]
-    base = os.environ.get("EVIDENT_INDEX_DIR") or "~/.cache/evident/indexes"
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or kind
-    return Path(base).expanduser() / f"{kind}-{slug}-{digest}.sqlite3"
+    return index_dir() / f"{kind}-{slug}-{digest}.sqlite3"
 
 
 def pages_path(index_path: Path) -> Path:

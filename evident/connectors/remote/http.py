@@ -9,7 +9,6 @@ whose messages name the host and the problem, never a credential or a query stri
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
@@ -19,6 +18,7 @@ import httpx
 from pydantic import SecretStr
 
 from evident.connectors.source import SourceConfigError, SourceFailure
+from evident.context import environment_value
 
 T = TypeVar("T")
 Flow = Generator[httpx.Request, httpx.Response, T]
@@ -54,7 +54,7 @@ def read_secret(source: str, env_var: str | None, what: str) -> SecretStr | None
     """The credential in environment variable `env_var`; a configuration error when it is unset."""
     if not env_var:
         return None
-    value = os.environ.get(env_var)
+    value = environment_value(env_var)
     if not value:
         raise SourceConfigError(source, f"missing credential: environment variable {env_var} ({what}) is not set")
     return SecretStr(value)
