@@ -77,9 +77,9 @@ def test_the_graph_still_loads_from_the_package() -> None:
 
 def _environment_reads(tree: ast.AST) -> list[int]:
     """Lines that touch the process environment: `os.environ`, `os.getenv`, `os.putenv`."""
-    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name) and node.value.id == "os"
-            and node.attr in ("environ", "getenv", "putenv", "unsetenv")]
+    return sorted(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                  and isinstance(node.value, ast.Name) and node.value.id == "os"
+                  and node.attr in ("environ", "getenv", "putenv", "unsetenv"))
 
 
 def test_the_scan_finds_environment_reads() -> None:
