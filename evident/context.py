@@ -46,7 +46,19 @@ class ConfigError(ValueError):
     """A setting is missing or invalid; the message names it."""
 
 
-class EvidentContext(BaseModel):
+class CorpusFileSettings(BaseModel):
+    """How corpus files are read: settings of a query's corpus and of each `local` or `postgres` source."""
+
+    follow_symlinks: bool = Field(
+        False, description="Index files reached through symbolic links that leave a corpus folder."
+    )
+    max_file_mb: float = Field(20.0, gt=0, description="Corpus files (JSONL: lines) larger than this are skipped.")
+    section_chars: int = Field(
+        100_000, ge=1000, description="Documents longer than this are indexed as sections (url#section-N)."
+    )
+
+
+class EvidentContext(CorpusFileSettings):
     """Model, alignment, retrieval and output settings of one query."""
 
     model_config = ConfigDict(extra="forbid")
@@ -112,13 +124,6 @@ class EvidentContext(BaseModel):
     k: int = Field(8, ge=1, description="Documents asked from each source.")
     top_n: int = Field(8, ge=1, description="Documents kept after fusion.")
     retrieve_timeout_s: float = Field(15.0, gt=0, description="Deadline of a source's search (seconds).")
-    follow_symlinks: bool = Field(
-        False, description="Index files reached through symbolic links that leave a corpus folder."
-    )
-    max_file_mb: float = Field(20.0, gt=0, description="Corpus files (JSONL: lines) larger than this are skipped.")
-    section_chars: int = Field(
-        100_000, ge=1000, description="Documents longer than this are indexed as sections (url#section-N)."
-    )
     sources: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Federated sources ([[sources]] in evident.toml; see docs/sources.md). "
@@ -212,11 +217,20 @@ class EvidentContext(BaseModel):
             raise _invalid(exc, {k: v for k, v in origin.items() if k not in given}) from None
 
 
-def _invalid(exc: ValidationError, origin: Mapping[str, str] | None = None) -> ConfigError:
+def first_problem(exc: ValidationError, *, tagged: bool = False, unknown: str = "unknown setting") -> tuple[str, str]:
+    """(where, what) of the first error of a validation, as the writer of the input names things: `where`
+    is the dotted key ('' for the whole object), `what` pydantic's message, or `unknown` for a key the
+    model does not have. `tagged`: the model is a discriminated union, whose tag pydantic puts first in
+    the location."""
     first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "settings"
-    source = (origin or {}).get(str(first["loc"][0])) if first["loc"] else None
-    return ConfigError(f"{source + ': ' if source else ''}invalid setting {where}: {first['msg']}")
+    where = ".".join(str(p) for p in first["loc"][1 if tagged else 0:])
+    return where, unknown if first["type"] == "extra_forbidden" else first["msg"]
+
+
+def _invalid(exc: ValidationError, origin: Mapping[str, str] | None = None) -> ConfigError:
+    where, what = first_problem(exc)
+    source = (origin or {}).get(where.split(".")[0]) if where else None
+    return ConfigError(f"{source + ': ' if source else ''}invalid setting {where or 'settings'}: {what}")
 
 
 _toml_lock = threading.Lock()

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from evident.context import first_problem
 from evident.models import Principal, SourceDocument
 
 DefaultAcl = Literal["public", "deny"]
@@ -96,9 +97,8 @@ def coerce_principal(value: Any) -> Principal | None:
         try:
             return Principal.model_validate(value)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "principal"
-            raise PrincipalError(f"invalid principal: {where}: {first['msg']}") from None
+            where, what = first_problem(exc, unknown="unknown field")
+            raise PrincipalError(f"invalid principal: {where or 'principal'}: {what}") from None
     raise PrincipalError(f"invalid principal: expected an object with user and groups, got {type(value).__name__}")
 
 

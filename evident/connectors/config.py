@@ -30,6 +30,7 @@ from evident.connectors.source_settings import (
     parse_settings,
     require_psycopg,
 )
+from evident.context import EvidentContext
 from evident.models import SourceError
 
 if TYPE_CHECKING:
@@ -44,10 +45,10 @@ __all__ = [
 
 
 class Defaults(BaseModel):
-    """What a source does not set comes from the query settings."""
+    """What a source does not set comes from the query settings (`k`, `retrieve_timeout_s`)."""
 
-    k: int = 8
-    timeout_s: float = 15.0
+    k: int = EvidentContext.model_fields["k"].default
+    timeout_s: float = EvidentContext.model_fields["retrieve_timeout_s"].default
 
 
 def build_source(settings: SourceSettings, defaults: Defaults) -> Source:

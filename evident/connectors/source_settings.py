@@ -26,7 +26,7 @@ from evident.connectors.acl import AclError, DefaultAcl, parse_acl
 from evident.connectors.imported import construct, secret_setting
 from evident.connectors.remote.http import check_base_url
 from evident.connectors.source import SourceConfigError
-from evident.context import environment_value
+from evident.context import CorpusFileSettings, environment_value, first_problem
 
 if TYPE_CHECKING:
     from evident.connectors.postgres.dsn import PostgresDsn
@@ -63,13 +63,10 @@ class SourceSettings(BaseModel):
         settings cannot work (a missing file, a credential not set, a bad URL)."""
 
 
-class LocalSettings(SourceSettings):
+class LocalSettings(SourceSettings, CorpusFileSettings):
     type: Literal["local"]
     paths: list[str] = Field(min_length=1)
     index_path: str | None = None
-    follow_symlinks: bool = False  # as the top-level settings of the same names (docs/security.md)
-    max_file_mb: float = Field(20.0, gt=0)
-    section_chars: int = Field(100_000, ge=1000)
 
     def build(self, k: int, timeout_s: float, secrets: list[SecretStr]) -> BaseRetriever:
         from evident.connectors.index.embedded import IndexFileError
@@ -101,7 +98,7 @@ _local_lock = threading.Lock()
 _local_cache: dict[tuple[Any, ...], BaseRetriever] = {}
 
 
-class PostgresSettings(SourceSettings):
+class PostgresSettings(SourceSettings, CorpusFileSettings):
     """A PostgreSQL database holding the documents of `paths` (evident/connectors/postgres)."""
 
     type: Literal["postgres"]
@@ -113,9 +110,6 @@ class PostgresSettings(SourceSettings):
     text_search_config: str = Field("english", pattern=r"^[a-z_][a-z0-9_]{0,62}$",
                                     description="the text search configuration of the tsvector and the query")
     statement_timeout_ms: int | None = Field(None, ge=1, description="per search; default: the source's timeout")
-    follow_symlinks: bool = False
-    max_file_mb: float = Field(20.0, gt=0)
-    section_chars: int = Field(100_000, ge=1000)
 
     def resolved_dsn(self) -> PostgresDsn:
         """The connection string from `dsn` or `dsn_env`, with its password kept out of every message."""
@@ -344,11 +338,8 @@ def parse_settings(raw: Any, position: int) -> AnySourceSettings:
     try:
         settings = _ANY_SOURCE.validate_python(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        # The union puts the type's tag first in the location; the reader wrote the setting's name only.
-        where = ".".join(str(p) for p in first["loc"][1:]) or "settings"
-        message = "unknown setting" if first["type"] == "extra_forbidden" else first["msg"]
-        raise SourceConfigError(label, f"{where}: {message}") from None
+        where, what = first_problem(exc, tagged=True)
+        raise SourceConfigError(label, f"{where or 'settings'}: {what}") from None
     try:
         parse_acl(settings.acl)
     except AclError as exc:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evident.context import first_problem
 from evident.conversation.rule import Turn
 
 
@@ -69,9 +70,8 @@ def load_dataset(path: Path, limit: int | None = None) -> list[EvalQuery]:
         try:
             item = EvalQuery.model_validate(obj)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "line"
-            raise DatasetError(f"{path}:{no}: field {where}: {first['msg']}") from None
+            where, what = first_problem(exc, unknown="unknown field")
+            raise DatasetError(f"{path}:{no}: field {where or 'line'}: {what}") from None
         if item.id in seen:
             raise DatasetError(f"{path}:{no}: id {item.id!r} repeats line {seen[item.id]}")
         seen[item.id] = no

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evident.context import SERVER_SECTION, ConfigError, environment_value, read_config_file, unknown_key
+from evident.context import SERVER_SECTION, ConfigError, environment_value, first_problem, read_config_file, unknown_key
 
 Algorithm = Literal["HS256", "HS384", "HS512", "RS256", "RS384", "RS512"]
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
@@ -170,9 +170,8 @@ def load_server_settings(config: str | Path | None = None) -> ServerSettings:
     try:
         return ServerSettings(**values)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or SERVER_SECTION
-        raise ConfigError(f"invalid server setting {where}: {first['msg']}") from None
+        where, what = first_problem(exc)
+        raise ConfigError(f"invalid server setting {where or SERVER_SECTION}: {what}") from None
 
 
 _lock = threading.Lock()

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
 from evident.alignment.models import SourceDocument
+from evident.context import CorpusFileSettings
 
 Where = TypeVar("Where")
 
@@ -29,23 +30,22 @@ LOCAL_SOURCE = "local"
 MB = 1_000_000
 
 
-class LimitSettings(Protocol):
-    """Settings that carry corpus limits: `EvidentContext`, a local source's settings."""
-
-    follow_symlinks: bool
-    max_file_mb: float
-    section_chars: int
+# The defaults are the settings' own (`EvidentContext`, a local or postgres source's settings).
+_SETTINGS = CorpusFileSettings()
 
 
 class CorpusLimits(BaseModel):
     """What a corpus may make the loader do (settings `follow_symlinks`, `max_file_mb`, `section_chars`)."""
 
-    follow_symlinks: bool = Field(False, description="Follow symbolic links that leave the corpus folder.")
-    max_file_bytes: int = Field(20 * MB, ge=1, description="Larger files (JSONL: lines) are skipped.")
-    section_chars: int = Field(100_000, ge=1000, description="Longer documents are indexed as sections.")
+    follow_symlinks: bool = Field(_SETTINGS.follow_symlinks,
+                                  description="Follow symbolic links that leave the corpus folder.")
+    max_file_bytes: int = Field(int(_SETTINGS.max_file_mb * MB), ge=1,
+                                description="Larger files (JSONL: lines) are skipped.")
+    section_chars: int = Field(_SETTINGS.section_chars, ge=1000,
+                               description="Longer documents are indexed as sections.")
 
     @classmethod
-    def from_settings(cls, settings: LimitSettings) -> CorpusLimits:
+    def from_settings(cls, settings: CorpusFileSettings) -> CorpusLimits:
         """The limits of an `EvidentContext` (its `follow_symlinks`, `max_file_mb`, `section_chars`)."""
         return cls(follow_symlinks=settings.follow_symlinks, max_file_bytes=max(1, int(settings.max_file_mb * MB)),
                    section_chars=settings.section_chars)
