@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from evident.commands.ask import error_json, invoke, result_json
+from evident.commands.answer import error_json, invoke, result_json
 from evident.commands.common import QueryError, clean_query, fail, jsonl_lines, print_json, safe_text, warn
 
 if TYPE_CHECKING:

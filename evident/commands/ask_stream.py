@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from evident.commands.ask import citations_table, exit_code, failed_state, graph_inputs, print_warnings, result_json
+from evident.commands.answer import citations_table, exit_code, failed_state, graph_inputs, print_warnings, result_json
 from evident.commands.common import print_json, safe_text
 from evident.graph.tracing import describe, summarize
 from evident.llm.replies import text_of

@@ -72,7 +72,8 @@ def run(
     if not corpus and config is None and not ctx.corpus and not ctx.sources:
         fail("eval", "no documents to search: pass --corpus PATH (repeatable) or --config evident.toml")
 
-    from evident.eval.report import EvalResult, write_reports
+    from evident.eval.output import write_reports
+    from evident.eval.report import EvalResult
     from evident.eval.runner import evaluate
 
     judge_fn = None

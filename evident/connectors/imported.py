@@ -6,54 +6,52 @@ Importing a module from the configuration runs its code: the configuration file 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import SecretStr
 
 from evident.connectors.remote.http import read_secret
 from evident.connectors.source import SourceConfigError
 
-if TYPE_CHECKING:
-    from evident.connectors.source_settings import SourceSettings
-
 T = TypeVar("T")
 
 
-def secret_setting(settings: SourceSettings, env: str | None, what: str, secrets: list[SecretStr]) -> SecretStr | None:
-    """The credential in environment variable `env` (None when not configured), remembered in `secrets`."""
-    value = read_secret(settings.name, env, what)
+def secret_setting(source: str, env: str | None, what: str, secrets: list[SecretStr]) -> SecretStr | None:
+    """Source `source`'s credential in environment variable `env` (None when not configured), remembered in
+    `secrets`."""
+    value = read_secret(source, env, what)
     if value is not None:
         secrets.append(value)
     return value
 
 
-def construct(settings: SourceSettings, path: str, raw_kwargs: dict[str, Any], kwargs_env: dict[str, str],
+def construct(source: str, path: str, raw_kwargs: dict[str, Any], kwargs_env: dict[str, str],
               kind: type[T], secrets: list[SecretStr]) -> T:
-    """The `kind` object at import path `path`: an instance as is, or a class or factory called with the
-    kwargs (and the values of the kwargs_env variables, never shown in an error)."""
-    target = load_object(settings.name, path)
+    """Source `source`'s `kind` object at import path `path`: an instance as is, or a class or factory called
+    with the kwargs (and the values of the kwargs_env variables, never shown in an error)."""
+    target = load_object(source, path)
     kwargs = dict(raw_kwargs)
     for key, env in kwargs_env.items():
-        secret = secret_setting(settings, env, f"the {key!r} argument", secrets)
+        secret = secret_setting(source, env, f"the {key!r} argument", secrets)
         if secret is None:  # an empty variable name; one that is not set raised already
-            raise SourceConfigError(settings.name, f"kwargs_env.{key}: name an environment variable")
+            raise SourceConfigError(source, f"kwargs_env.{key}: name an environment variable")
         kwargs[key] = secret.get_secret_value()
     what = f"LangChain {kind.__name__}"
     if isinstance(target, kind):
         if kwargs:
-            raise SourceConfigError(settings.name, f"{path} is a {kind.__name__} instance; it takes no kwargs")
+            raise SourceConfigError(source, f"{path} is a {kind.__name__} instance; it takes no kwargs")
         return target
     if not callable(target):
-        raise SourceConfigError(settings.name, f"{path} is not a {what}, class or factory")
+        raise SourceConfigError(source, f"{path} is not a {what}, class or factory")
     try:
         made = target(**kwargs)
     except Exception as exc:  # noqa: BLE001 - a third-party constructor can raise anything
         message = f"{path}(...) failed: {type(exc).__name__}: {exc}"
         for secret in secrets:
             message = message.replace(secret.get_secret_value(), "***")
-        raise SourceConfigError(settings.name, message) from None
+        raise SourceConfigError(source, message) from None
     if not isinstance(made, kind):
-        raise SourceConfigError(settings.name, f"{path} returned {type(made).__name__}, not a {what}")
+        raise SourceConfigError(source, f"{path} returned {type(made).__name__}, not a {what}")
     return made
 
 

@@ -154,9 +154,9 @@ class MediaWikiSettings(SourceSettings):
         url = check_base_url(self.name, self.url, "url")
         if bool(self.username_env) != bool(self.password_env):
             raise SourceConfigError(self.name, "username_env and password_env go together (a bot password)")
-        username = secret_setting(self, self.username_env, "bot user name", [])
-        password = secret_setting(self, self.password_env, "bot password", secrets)
-        token = secret_setting(self, self.token_env, "OAuth access token", secrets)
+        username = secret_setting(self.name, self.username_env, "bot user name", [])
+        password = secret_setting(self.name, self.password_env, "bot password", secrets)
+        token = secret_setting(self.name, self.token_env, "OAuth access token", secrets)
         hint = " / ".join(e for e in (self.username_env, self.password_env, self.token_env) if e)
         return MediaWikiRetriever(
             source_name=self.name, api_url=url, k=k, timeout_s=timeout_s, namespaces=self.namespaces,
@@ -198,10 +198,10 @@ class ConfluenceSettings(SourceSettings):
                                                "permission-check API); page restrictions are applied either way")
         if deployment == "cloud" and bool(self.email_env) != bool(self.token_env):
             raise SourceConfigError(self.name, "Confluence Cloud needs both email_env and token_env (an API token)")
-        email = secret_setting(self, self.email_env, "account e-mail", [])
-        username = secret_setting(self, self.username_env, "user name", [])
-        token = secret_setting(self, self.token_env, "API token", secrets)
-        password = secret_setting(self, self.password_env, "password", secrets)
+        email = secret_setting(self.name, self.email_env, "account e-mail", [])
+        username = secret_setting(self.name, self.username_env, "user name", [])
+        token = secret_setting(self.name, self.token_env, "API token", secrets)
+        password = secret_setting(self.name, self.password_env, "password", secrets)
         names = (self.email_env, self.username_env, self.token_env, self.password_env)
         hint = " / ".join(e for e in names if e)
         return ConfluenceRetriever(
@@ -285,7 +285,7 @@ class LangChainSettings(ImportedSettings):
 
     def build(self, k: int, timeout_s: float, secrets: list[SecretStr]) -> BaseRetriever:
         # mypy takes an abstract class for no valid `type[T]`; construct checks isinstance against it.
-        return construct(self, self.retriever, self.kwargs, self.kwargs_env, BaseRetriever,  # type: ignore[type-abstract]
+        return construct(self.name, self.retriever, self.kwargs, self.kwargs_env, BaseRetriever,  # type: ignore[type-abstract]
                          secrets)
 
 
@@ -307,7 +307,7 @@ class LoaderSettings(ImportedSettings):
 
     def loader_object(self) -> BaseLoader:
         """The configured LangChain `BaseLoader`, ready to `lazy_load()`."""
-        return construct(self, self.loader, self.kwargs, self.kwargs_env, BaseLoader, [])
+        return construct(self.name, self.loader, self.kwargs, self.kwargs_env, BaseLoader, [])
 
     def build(self, k: int, timeout_s: float, secrets: list[SecretStr]) -> BaseRetriever:
         return _indexed(self, self.index_file(), k, "the loader has not been run yet")

@@ -1,8 +1,8 @@
-"""report.md (the paper's table layouts), results.json (every number and record) and the figures."""
+"""report.md (the paper's table layouts) and the result it is made from (every number and record); `output`
+writes both, with the figures."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -252,15 +252,3 @@ def markdown(result: EvalResult, images: dict[str, str] | None = None, heading: 
     if result.not_configured:
         out += [f"{h}# Not measured", ""] + [f"- {k}: {v}" for k, v in result.not_configured.items()] + [""]
     return "\n".join(out)
-
-
-def write_reports(result: EvalResult, out: Path) -> dict[str, Path]:
-    """report.md, results.json and the PNG figures under `out`."""
-    from evident.eval.plots import write_plots
-
-    out.mkdir(parents=True, exist_ok=True)
-    images = write_plots(result, out)
-    (out / "report.md").write_text(markdown(result, {k: p.name for k, p in images.items()}), encoding="utf-8")
-    (out / "results.json").write_text(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=1),
-                                      encoding="utf-8")
-    return {"report": out / "report.md", "results": out / "results.json", **images}

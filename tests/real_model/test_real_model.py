@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from evident.commands.ask import result_json
+from evident.commands.answer import result_json
 from evident.context import EvidentContext
 from evident.graph import build_graph
 from tests.real_model.conftest import CONTEXT_WINDOW, MODEL, ROOT

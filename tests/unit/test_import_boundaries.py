@@ -92,3 +92,79 @@ def test_only_the_context_reads_the_environment() -> None:
     found = {str(path.relative_to(PACKAGE)): lines for path in sorted(PACKAGE.rglob("*.py"))
              if (lines := _environment_reads(ast.parse(path.read_text(encoding="utf-8"))))}
     assert set(found) == {"context.py"}, found
+
+
+def _imports_of(tree: ast.AST, modules: set[str]) -> set[str]:
+    """The package modules a module imports when it runs, at the top or inside a function (imports under
+    `if TYPE_CHECKING:` are for the type checker only, and left out). `from package import submodule` is an
+    import of the submodule, not of the package's `__init__`."""
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+                   for n in ast.walk(node)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            subs = {f"{node.module}.{alias.name}" for alias in node.names} & modules
+            found.update(subs)
+            if len(subs) < len(node.names) and node.module in modules:
+                found.add(node.module)
+    return found
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_the_cycle_scan_finds_a_cycle_through_a_function_level_import() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p import q\n"
+                     "def f():\n    from p import r\n")
+    assert _imports_of(tree, {"p", "p.q", "p.r"}) == {"p.r"}
+
+
+def test_no_import_cycles_in_the_package() -> None:
+    """No module imports itself back, counting imports inside functions: a deferred import is for start-up
+    time or an optional dependency, never to hide a cycle."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    modules = set(paths)
+    graph = {name: _imports_of(ast.parse(path.read_text(encoding="utf-8")), modules) - {name}
+             for name, path in paths.items()}
+    assert _cycles(graph) == []
