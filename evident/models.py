@@ -79,3 +79,16 @@ __all__ = [
     "INSUFFICIENT_ANSWER", "AlignmentDecision", "Citation", "Passage", "Principal", "RetrievedRef",
     "Rewrite", "SourceDocument", "SourceError", "SourceRun", "Status",
 ]
+
+
+class BatchExtraction(BaseModel):
+    """The outcome of one parallel extraction call (one LangGraph `Send`)."""
+
+    batch: int
+    of: int
+    documents: list[SourceDocument] = Field(description="the documents (or parts) this call read")
+    passages: list[Passage] = Field(default_factory=list)
+    failed: bool = False
+    note: str = ""
+    rung: str = Field("", description="the request shape whose reply was read: json_schema, function_calling, "
+                      "json_mode or text")

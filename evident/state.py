@@ -15,9 +15,9 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from evident.context import Mode
-from evident.llm.replies import BatchExtraction, merge_extractions
 from evident.models import (
     AlignmentDecision,
+    BatchExtraction,
     Citation,
     Passage,
     Principal,
@@ -33,6 +33,14 @@ _T = TypeVar("_T")
 GeneratedBy = Literal["model", "offline"]  # which measure `verify` applies to the draft
 Unset = Literal[""]  # a per-query field before the step that writes it (a query's start empties it)
 
+
+
+def merge_extractions(left: list[BatchExtraction] | None, right: list[BatchExtraction] | None) -> list[BatchExtraction]:
+    """State reducer: batches append; `None` empties the list (the merge step consumes it, so a
+    checkpointed thread's next query starts clean)."""
+    if right is None:
+        return []
+    return [*(left or []), *right]
 
 class _Fresh(list[_T]):
     """A list that replaces what its channel holds instead of being appended to (a query's start).

@@ -9,16 +9,13 @@ from __future__ import annotations
 import re
 
 from evident.alignment import drops
+from evident.alignment.lexicon import content_tokens
 from evident.alignment.models import AlignmentDecision
 
 # A line that only titles what follows: Markdown ATX / setext headings, a bold-only line.
 _HEADING_LINE = re.compile(r"^\s*(#{1,6}\s.*|[=\-]{3,}|\*\*[^*]+\*\*:?|__[^_]+__:?)\s*$")
 
 
-def _content_tokens(text: str) -> list[str]:
-    from evident.citations.support import content_tokens  # the measure verify uses: one notion of "content word"
-
-    return content_tokens(text)
 
 
 def is_heading_only(text: str) -> bool:
@@ -30,7 +27,7 @@ def evidence_problem(text: str, min_tokens: int) -> str | None:
     """Why `text` cannot count as evidence, or None when it can."""
     if is_heading_only(text):
         return drops.HEADING_ONLY
-    found = len(_content_tokens(text))
+    found = len(content_tokens(text))
     if found < min_tokens:
         return drops.TOO_FEW_WORDS.format(found=found, needed=min_tokens)
     return None

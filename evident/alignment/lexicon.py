@@ -90,3 +90,24 @@ def stem(word: str) -> str:
 def term_weight(term: str) -> float:
     """Prior weight of a query term before any corpus statistics (filler words count less)."""
     return 0.3 if term in FILLER else 1.0
+
+
+# Words that carry no content of their own: left out of the content words a sentence is compared by.
+FUNCTION_WORDS = frozenset(
+    """a an the this that these those it its it's they them their theirs there here
+    i me my we us our ours you your yours he him his she her hers one
+    is are was were be been being am do does did done have has had having
+    of in on at by for from to into onto with as than then so such
+    and or but nor if whether which who whom whose what when where how why
+    also just very too about per via s""".split()
+)
+# All negations count as one ("must never" restates "must not"); "t" is what remains of "n't".
+NEGATIONS = frozenset("not no never none nor neither nothing nobody nowhere cannot without t".split())
+NOT = "not"
+
+
+def content_tokens(text: str) -> list[str]:
+    """The stemmed content words of `text`, every negation as "not": what verify and the evidence measure
+    count as one notion of "content word"."""
+    # "s" is a function word because `words` splits "trip's" into "trip", "s".
+    return [NOT if t in NEGATIONS else stem(t) for t in words(text) if t not in FUNCTION_WORDS]

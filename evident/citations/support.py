@@ -33,19 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from evident.alignment import AlignmentDecision, nfkc_casefold
-from evident.alignment.lexicon import stem, words
+from evident.alignment.lexicon import NOT, content_tokens
 
-_FUNCTION_WORDS = frozenset(
-    """a an the this that these those it its it's they them their theirs there here
-    i me my we us our ours you your yours he him his she her hers one
-    is are was were be been being am do does did done have has had having
-    of in on at by for from to into onto with as than then so such
-    and or but nor if whether which who whom whose what when where how why
-    also just very too about per via s""".split()
-)
-# All negations count as one ("must never" restates "must not"); "t" is what remains of "n't".
-_NEGATIONS = frozenset("not no never none nor neither nothing nobody nowhere cannot without t".split())
-_NOT = "not"
 # A passage's negated clause is "restated" when the sentence has this many of its next content words.
 _NEGATED_CLAUSE = 2
 _NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
@@ -53,17 +42,12 @@ _NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
 SupportScore = Callable[[str, AlignmentDecision], float]
 
 
-def content_tokens(text: str) -> list[str]:
-    # "s" is a function word because `words` splits "trip's" into "trip", "s".
-    return [_NOT if t in _NEGATIONS else stem(t) for t in words(text) if t not in _FUNCTION_WORDS]
-
-
 def _negated_words(tokens: list[str]) -> list[set[str]]:
     """For each negation in `tokens`, the content words of the clause it negates (the next few)."""
     out: list[set[str]] = []
     for i, t in enumerate(tokens):
-        if t == _NOT:
-            out.append({x for x in tokens[i + 1 : i + 1 + _NEGATED_CLAUSE] if x != _NOT})
+        if t == NOT:
+            out.append({x for x in tokens[i + 1 : i + 1 + _NEGATED_CLAUSE] if x != NOT})
     return out
 
 
@@ -75,7 +59,7 @@ def _flips_negation(mine: list[str], theirs: list[str]) -> bool:
     for clause in _negated_words(mine):
         if not any(clause & other or not clause for other in source_clauses):
             return True
-    if _NOT in mine:
+    if NOT in mine:
         return False
     present = set(mine)
     return any(len(c) == _NEGATED_CLAUSE and c <= present for c in source_clauses)

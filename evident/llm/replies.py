@@ -17,7 +17,7 @@ from typing import Any, Literal, overload
 
 from pydantic import BaseModel, Field, ValidationError
 
-from evident.alignment.models import Passage, SourceDocument
+from evident.alignment.models import Passage
 
 _TEXT_KEYS = ("content", "passage", "text", "quote", "passage_content", "documentContent")
 _URL_KEYS = ("url", "document_url", "documentUrl", "source_url", "source", "link")
@@ -47,27 +47,6 @@ class Extraction(BaseModel):
     passages: list[Passage] | None
     strict: bool = False  # the reply validated against the schema as it was
     note: str = ""
-
-
-class BatchExtraction(BaseModel):
-    """The outcome of one parallel extraction call (one LangGraph `Send`)."""
-
-    batch: int
-    of: int
-    documents: list[SourceDocument] = Field(description="the documents (or parts) this call read")
-    passages: list[Passage] = Field(default_factory=list)
-    failed: bool = False
-    note: str = ""
-    rung: str = Field("", description="the request shape whose reply was read: json_schema, function_calling, "
-                      "json_mode or text")
-
-
-def merge_extractions(left: list[BatchExtraction] | None, right: list[BatchExtraction] | None) -> list[BatchExtraction]:
-    """State reducer: batches append; `None` empties the list (the merge step consumes it, so a
-    checkpointed thread's next query starts clean)."""
-    if right is None:
-        return []
-    return [*(left or []), *right]
 
 
 def _item(obj: Any, index: int) -> Passage | None:

@@ -20,7 +20,7 @@ from evident.context import EvidentContext, run_settings
 from evident.llm.batching import TokenCounter, extraction_budget, make_counter, plan_batches
 from evident.llm.failures import ModelFailure, describe_failure
 from evident.llm.models import DEFAULT_MODELS, Models
-from evident.llm.replies import BatchExtraction
+from evident.models import BatchExtraction
 from evident.nodes.common import NodeRuntime, timed
 from evident.nodes.names import EXTRACT, EXTRACT_BATCH, POSTPROCESS, batch_timing
 from evident.offline.answerability import AnswerGate

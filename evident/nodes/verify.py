@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
+from evident.alignment.lexicon import content_tokens
 from evident.citations.answer import PREFACE, Line, Unit, check_answer, known_ids, parse_answer, render_answer, units_of
-from evident.citations.support import GeneratedSentenceSupport, content_tokens
+from evident.citations.support import GeneratedSentenceSupport
 from evident.context import run_settings
 from evident.models import SourceError
 from evident.nodes.common import NodeRuntime, timed

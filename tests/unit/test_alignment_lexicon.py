@@ -7,11 +7,10 @@ from hypothesis import strategies as st
 
 from evident.alignment import align, drops, tokenize
 from evident.alignment.evidence import drop_non_evidence
-from evident.alignment.lexicon import stem, words
+from evident.alignment.lexicon import content_tokens, stem, words
 from evident.alignment.models import AlignmentDecision
 from evident.alignment.tokenize import bmp_word_pattern, is_word_char
 from evident.citations.answer import PREFACE, PREFACE_TAIL
-from evident.citations.support import content_tokens
 from evident.offline.composer import preface
 from evident.offline.terms import unit_terms
 from evident.prompts.generation import GENERATION_PROMPT
