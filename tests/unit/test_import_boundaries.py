@@ -168,3 +168,35 @@ def test_no_import_cycles_in_the_package() -> None:
     graph = {name: _imports_of(ast.parse(path.read_text(encoding="utf-8")), modules) - {name}
              for name, path in paths.items()}
     assert _cycles(graph) == []
+
+
+# The layers, lowest first; a module may import its own layer and the ones below (docs/layout.md).
+# `alignment.models` holds the pure types every layer shares, so it sits with `models` at the bottom.
+LAYERS: dict[str, int] = {
+    "models": 0, "state": 0, "context": 0, "alignment.models": 0,
+    "alignment": 1,
+    "connectors": 2, "llm": 2, "offline": 2, "citations": 2, "conversation": 2, "embeddings": 2, "prompts": 2,
+    "nodes": 3,
+    "graph": 4,
+    "commands": 5, "web": 5, "eval": 5, "cli": 5, "": 5,
+}
+# Upward imports that the redesign (issue 28 items 1-2: nodes as plain functions, tracing through public
+# APIs) removes; none may be added.
+KNOWN_UPWARD = {("evident.nodes.retrieve", "evident.graph.instrument")}
+
+
+def _layer(module: str) -> int:
+    rest = module.removeprefix("evident").removeprefix(".")
+    for key in (".".join(rest.split(".")[:2]), rest.split(".")[0]):
+        if key in LAYERS:
+            return LAYERS[key]
+    raise AssertionError(f"{module}: no layer (add its package to LAYERS)")
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    modules = set(paths)
+    upward = {(name, target) for name, path in paths.items()
+              for target in _imports_of(ast.parse(path.read_text(encoding="utf-8")), modules)
+              if _layer(target) > _layer(name)}
+    assert upward == KNOWN_UPWARD
