@@ -46,4 +46,6 @@ def ask(page: Page, question: str) -> None:
 
 def wait_for_result(page: Page) -> None:
     page.wait_for_selector("#steps [data-node=postprocess], .banner.error", timeout=WAIT_MS)
-    page.wait_for_function("!document.body.hasAttribute('aria-busy')", timeout=WAIT_MS)
+    # A selector, not `wait_for_function`: a string predicate that must be polled is evaluated in the page,
+    # whose policy (script-src 'self', no 'unsafe-eval') refuses it when the page is still busy at first look.
+    page.wait_for_selector("body:not([aria-busy])", state="attached", timeout=WAIT_MS)

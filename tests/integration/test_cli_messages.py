@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evident.cli import app
+from evident.connectors.index.embedded import default_index_path
 
 Q = "How many days do I have to submit an expense report after a trip?"
 EXAMPLES_NOTE = "answering from the bundled examples"
@@ -42,7 +43,10 @@ def json_error(proc: subprocess.CompletedProcess[str], command: str) -> str:
 
 @pytest.fixture(scope="module")
 def index_file(tmp_path_factory: pytest.TempPathFactory, examples: Path) -> Path:
-    path = tmp_path_factory.mktemp("messages") / "examples.sqlite3"
+    # The examples' index where the session keeps it (tests/conftest.py's EVIDENT_INDEX_DIR), built with the
+    # local model as a user's install builds it: embedding the examples costs ~30 s, so once per session,
+    # whichever test of the session (here, or one marked `embeddings` that asks about the examples) is first.
+    path = tmp_path_factory.getbasetemp() / "indexes" / default_index_path([examples]).name
     proc = run("index", str(examples), "--index", str(path))
     assert proc.returncode == 0, proc.stderr
     return path
