@@ -42,12 +42,13 @@ def traced_server(tmp_path_factory: pytest.TempPathFactory, examples: Path,
 
 
 def wait_for_trace(api: LangSmithServer, root_id: str) -> dict[str, dict[str, Any]]:
-    """The finished node runs under the root run of `root_id`, once postprocess's run has arrived."""
+    """The finished node runs under the root run of `root_id`, once every node of `PATH` and the root have
+    arrived (the tracer sends its records in batches, so the last node's run can come before an earlier one's)."""
     deadline = time.monotonic() + WAIT_S
     while True:
         runs = [r for r in api.runs.copy().values() if r.get("trace_id") == root_id or r.get("id") == root_id]
         found = {r.get("name"): r for r in runs if r.get("end_time")}
-        if "postprocess" in found and root_id in {r["id"] for r in runs if r.get("end_time")}:
+        if set(PATH) <= set(found) and root_id in {r["id"] for r in runs if r.get("end_time")}:
             return found
         if time.monotonic() > deadline:
             raise AssertionError(f"no complete trace for {root_id} after {WAIT_S:.0f} s: {sorted(found)}")
