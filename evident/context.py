@@ -177,6 +177,10 @@ class EvidentContext(CorpusFileSettings):
         0.32, ge=0.0, le=1.0, description="Coverage of the question's words the offline engine needs to answer "
         "when the text was retrieved by words alone (no embeddings).")
 
+    conversation_weight: float = Field(
+        3.0, ge=0.0, le=10.0, description="Weight of the earlier messages' ranking, fused with the new turn's, "
+        "when retrieving for a follow-up (evident.conversation.pages; 0: the new turn's ranking alone).")
+
     @field_validator("corpus", mode="before")
     @classmethod
     def _one_or_many(cls, v: Any) -> Any:

@@ -2,6 +2,7 @@
 
 `rule` is framework-free (the offline rewrite, the input checks, how a thread stays bounded);
 `asking` finds the asking part of one message and weighs its words (framework-free);
+`pages` fuses a follow-up's ranking with its earlier messages' (framework-free);
 `messages` translates LangChain messages to and from it (the answer as an `AIMessage`).
 """
 

@@ -62,6 +62,16 @@ def to_turns(messages: Sequence[Any]) -> tuple[list[Turn], str | None]:
     return turns, None
 
 
+def earlier_turns(messages: Sequence[Any]) -> list[Turn]:
+    """The conversation before its last message, when that message is a user's question the graph has
+    not answered yet (a `query` input on a thread stands alone by contract); [] otherwise, and for
+    messages that are not all text."""
+    if len(messages) < 2 or answered(messages[-1]):
+        return []
+    turns, problem = to_turns(messages)
+    return [] if problem or turns[-1].role != "user" else turns[:-1]
+
+
 def earlier_answers(messages: Sequence[Any], limit: int = 6) -> list[str]:
     """The text of the conversation's last `limit` assistant messages (what was already said)."""
     texts = [text_of(m) or "" for m in messages if role_of(m) == "assistant"]

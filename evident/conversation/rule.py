@@ -29,6 +29,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from evident.alignment.lexicon import STOPWORDS, content_terms
+from evident.conversation.asking import CHAT
 from evident.models import INSUFFICIENT_ANSWER
 
 Role = Literal["user", "assistant"]
@@ -95,8 +96,9 @@ def is_elliptical(question: str) -> bool:
 
 
 def salient_terms(text: str, exclude: Sequence[str] = ()) -> list[str]:
-    """The content words of `text` as written (first occurrence), minus those in `exclude`."""
-    wanted = set(content_terms(text)) - {t for t in (_fold(e) for e in exclude)}
+    """The content words of `text` as written (first occurrence), minus those in `exclude` and the
+    words of greetings and requests ("hello", "wondering", "information"), which name no topic."""
+    wanted = set(content_terms(text)) - {t for t in (_fold(e) for e in exclude)} - CHAT
     out: list[str] = []
     seen: set[str] = set()
     for word in _WORD.findall(text):
@@ -138,13 +140,14 @@ def asked_back(question: str, history: Sequence[Turn]) -> str | None:
     return asked[-1].strip() if asked else None
 
 
-def condense(question: str, history: Sequence[Turn]) -> tuple[str, bool]:
+def condense(question: str, history: Sequence[Turn], *, continued: bool = False) -> tuple[str, bool]:
     """(the standalone question, whether the rule changed it). `history` is the conversation before
-    `question`, oldest first."""
+    `question`, oldest first. `continued`: read `question` as continuing the conversation's topic
+    even when it seems to name its own (the extractor's second reading of a turn no text answers)."""
     question = question.strip()
     before = previous_question(history)
     reply_to = asked_back(question, history)
-    if not before or not (reply_to or is_elliptical(question)):
+    if not before or not (reply_to or continued or is_elliptical(question)):
         return question, False
     # What a follow-up refers to, nearest first: the assistant's question it replies to, the previous
     # question, then, for a reply, the rest of the assistant's message (the question's context).

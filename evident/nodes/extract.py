@@ -17,6 +17,8 @@ from langgraph.types import Send
 from evident.alignment import nfkc_casefold
 from evident.alignment.models import Passage, SourceDocument
 from evident.context import EvidentContext, run_settings
+from evident.conversation.messages import earlier_turns
+from evident.conversation.rule import condense
 from evident.llm.batching import TokenCounter, extraction_budget, make_counter, plan_batches
 from evident.llm.failures import ModelFailure, describe_failure
 from evident.llm.models import DEFAULT_MODELS, Models
@@ -69,7 +71,18 @@ def _offline(state: EvidentState, docs: Sequence[SourceDocument], ctx: EvidentCo
         # set has no unanswerable follow-up to calibrate it on, and read by meaning it refused 4.6% of
         # doc2dial's answerable follow-ups against 3.2% by words. A turn of a conversation is gated by words.
         gate = gate.by_words()
-    return extract_passages(state["query"], docs, max_passages=ctx.max_passages,
+    passages = extract_passages(state["query"], docs, max_passages=ctx.max_passages,
+                                semantic_weight=ctx.semantic_weight, gate=gate)
+    if passages or rewrite is None or rewrite.turns == 0 or rewrite.rewritten_by != "none":
+        return passages
+    # A follow-up the rule took as naming its own topic ("How do I find out if my spouse is eligible?")
+    # that no text covers is read again as continuing the conversation's topic, as an elliptical turn
+    # is: its own words still weigh above the carried ones, and the gate still decides.
+    history = earlier_turns(list(state.get("messages") or []))
+    continued, changed = condense(rewrite.asked, history, continued=True)
+    if not changed:
+        return passages
+    return extract_passages(continued, docs, max_passages=ctx.max_passages,
                             semantic_weight=ctx.semantic_weight, gate=gate)
 
 

@@ -24,13 +24,18 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from evident.connectors.acl import PrincipalError, coerce_principal
-from evident.connectors.federated import FederatedResult, FederatedRetriever
+from evident.connectors.federated import FederatedResult, FederatedRetriever, url_key
 from evident.connectors.query_meaning import PreparedMeaning, prepare_meaning
+from evident.connectors.rerank import rerank_by_meaning
 from evident.connectors.retrievers import RetrieverFactory, as_federated, default_retriever
 from evident.context import EvidentContext, refused_settings, run_settings, served
+from evident.conversation.messages import earlier_turns
+from evident.conversation.pages import conversation_text, with_conversation
 from evident.conversation.rule import query_too_long
 from evident.embeddings import DEFAULT_EMBEDDINGS, GraphEmbeddings
-from evident.models import Principal, RetrievedRef, SourceError
+from evident.embeddings.failures import EmbeddingsError
+from evident.embeddings.meaning import QueryMeaning, without_meaning
+from evident.models import Principal, RetrievedRef, SourceDocument, SourceError
 from evident.nodes.common import Dual, NodeRuntime, authenticated_principal, timed
 from evident.nodes.names import RETRIEVE, REWRITE
 from evident.state import EvidentState, QueryStart, start_of_query
@@ -140,7 +145,35 @@ def _from_rewrite(state: EvidentState) -> QueryStart:
     return out
 
 
-Prepared = tuple[FederatedRetriever, str, Principal | None, PreparedMeaning]
+def _for_this_turn(docs: list[SourceDocument], found: list[SourceDocument],
+                   meaning: QueryMeaning | None) -> list[SourceDocument]:
+    """`docs` with what the new turn's search did not find read against the new turn's meaning (the
+    conversation's search measured them against the conversation's): the extractor reads it."""
+    own = {url_key(d.url) for d in found}
+    other = [d for d in docs if url_key(d.url) not in own]
+    if not other:
+        return docs
+    try:
+        rescored = rerank_by_meaning(other, meaning) if meaning is not None else []
+    except EmbeddingsError:
+        rescored = []
+    by_url = {url_key(d.url): d for d in rescored}
+    return [d if url_key(d.url) in own else by_url.get(url_key(d.url))
+            or d.model_copy(update={"metadata": without_meaning(d.metadata)}) for d in docs]
+
+
+Conversation = tuple[str, QueryMeaning | None]  # the earlier messages' search text and meaning
+Prepared = tuple[FederatedRetriever, str, Principal | None, PreparedMeaning, Conversation | None]
+
+
+def _fused(result: FederatedResult, conversation: FederatedResult | None, ctx: EvidentContext,
+           meaning: QueryMeaning | None) -> FederatedResult:
+    """The new turn's result with its documents fused with the conversation's (evident.conversation.pages)."""
+    if conversation is None or not conversation.documents:
+        return result
+    docs = with_conversation(result.documents, conversation.documents, ctx.conversation_weight, ctx.top_n,
+                             key=url_key)
+    return result.model_copy(update={"documents": _for_this_turn(docs, result.documents, meaning)})
 
 
 def make_retrieve(
@@ -148,7 +181,8 @@ def make_retrieve(
 ) -> Dual[EvidentState, QueryStart]:
     """The retrieve node, with a blocking implementation for `invoke` and an asyncio one for `ainvoke`.
     With embeddings on, the query is embedded once and every source ranks by meaning as well as by
-    words (evident/connectors/query_meaning.py)."""
+    words (evident/connectors/query_meaning.py). A follow-up also searches the conversation's earlier
+    messages, and the two rankings are fused (evident/conversation/pages.py)."""
     get_retriever = factory or default_retriever
 
     def prepare(state: EvidentState, ctx: EvidentContext, update: QueryStart, runtime: NodeRuntime) -> Prepared | None:
@@ -178,8 +212,15 @@ def make_retrieve(
                 _fail(update, str(exc))
             return None
         federated, query = as_federated(retriever, ctx), state["query"].strip()
-        meaning = prepare_meaning(federated, embeddings.resolve(ctx), query, ctx.semantic_weight)
-        return federated, query, principal, meaning
+        resolved = embeddings.resolve(ctx)
+        meaning = prepare_meaning(federated, resolved, query, ctx.semantic_weight)
+        conversation: Conversation | None = None
+        earlier = earlier_turns(list(state.get("messages") or [])) if ctx.conversation_weight else []
+        text = conversation_text(earlier, ctx.max_query_chars)
+        if text:
+            # Its embedding failing leaves the conversation's search to the words; the new turn's says so.
+            conversation = text, prepare_meaning(federated, resolved, text, ctx.semantic_weight).meaning
+        return federated, query, principal, meaning, conversation
 
     def retrieve(state: EvidentState, runtime: NodeRuntime = None) -> QueryStart:
         ctx = run_settings(runtime)
@@ -187,8 +228,12 @@ def make_retrieve(
         with timed(RETRIEVE, update):
             prepared = prepare(state, ctx, update, runtime)
             if prepared is not None:
-                federated, query, principal, meaning = prepared
-                _finish(update, federated.search(query, principal=principal, meaning=meaning.meaning), ctx, meaning)
+                federated, query, principal, meaning, conversation = prepared
+                found = federated.search(query, principal=principal, meaning=meaning.meaning)
+                earlier = None
+                if conversation is not None:
+                    earlier = federated.search(conversation[0], principal=principal, meaning=conversation[1])
+                _finish(update, _fused(found, earlier, ctx, meaning.meaning), ctx, meaning)
         return start_of_query(update)
 
     async def aretrieve(state: EvidentState, runtime: NodeRuntime = None) -> QueryStart:
@@ -199,9 +244,14 @@ def make_retrieve(
             # event loop, which a server shares between all requests.
             prepared = await asyncio.to_thread(prepare, state, ctx, update, runtime)
             if prepared is not None:
-                federated, query, principal, meaning = prepared
+                federated, query, principal, meaning, conversation = prepared
                 found = await federated.asearch(query, principal=principal, meaning=meaning.meaning)
-                _finish(update, found, ctx, meaning)
+                earlier = None
+                if conversation is not None:
+                    earlier = await federated.asearch(conversation[0], principal=principal, meaning=conversation[1])
+                # Re-reading the conversation's pages by the new turn's meaning embeds them: model work.
+                fused = await asyncio.to_thread(_fused, found, earlier, ctx, meaning.meaning)
+                _finish(update, fused, ctx, meaning)
         return start_of_query(update)
 
     return Dual(retrieve, aretrieve)

@@ -67,6 +67,19 @@ def test_a_three_turn_conversation_offline(examples: Path) -> None:
     assert "receipts" in outs[2]["query"]  # the chain keeps the second turn's topic too
 
 
+def test_a_follow_up_is_searched_with_the_conversation_and_its_page_leads(examples: Path) -> None:
+    history = [{"role": "user", "content": "What is the maximum hotel rate per night in San Francisco?"},
+               {"role": "assistant", "content": "The nightly hotel cap is 350 USD in San Francisco. [x]"}]
+    inputs = {"messages": [*history, {"role": "user", "content": "And in London?"}]}
+    g = build_graph()
+    out = g.invoke(inputs, context=EvidentContext(corpus=[str(examples)]))
+    assert out["status"] == "answered" and out["retrieved"][0].url == GUIDE
+    check_grounded(out)
+    # Weight 0: the new turn's ranking alone, as many documents.
+    alone = g.invoke(inputs, context=EvidentContext(corpus=[str(examples)], conversation_weight=0.0))
+    assert len(alone["retrieved"]) == len(out["retrieved"])
+
+
 def test_a_query_is_answered_as_before_and_its_answer_joins_messages(examples: Path) -> None:
     g = build_graph()
     out = g.invoke({"query": FIRST}, context=EvidentContext(corpus=[str(examples)]))

@@ -128,3 +128,20 @@ def test_a_thread_keeps_room_for_one_more_question(sizes: list[int], max_message
     if drop:  # nothing is dropped that did not need to be
         before = sizes[drop - 1:]
         assert len(before) + 1 > max_messages or sum(before) + room > max_chars
+
+
+def test_greetings_and_requests_are_not_carried() -> None:
+    history = [user("Hello, I would like to know what suicide prevention measures there are for veterans"),
+               answer("We offer a crisis line. [x]")]
+    question, changed = condense("and for their families?", history)
+    assert changed and question == "and for their families? (suicide prevention measures veterans)"
+
+
+def test_a_turn_read_as_continued_carries_the_topic_even_when_it_names_its_own() -> None:
+    history = [user(EXPENSES), answer("Within 30 days. [x]")]
+    asked = "Can my manager approve a late report online?"
+    assert condense(asked, history) == (asked, False)
+    question, changed = condense(asked, history, continued=True)
+    assert changed and question.startswith(asked + " (") and "expense" in question
+    # A first question has nothing to continue.
+    assert condense(asked, [], continued=True) == (asked, False)
