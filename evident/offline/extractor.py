@@ -22,6 +22,8 @@ __all__ = ["address_score", "extract_passages", "window_evidence"]
 
 # A window is the best unit plus what continues it; beyond this it stops being a quote and becomes a page.
 MAX_WINDOW = 3
+# A paragraph of at most this many sentences is quoted whole from any of them.
+SHORT_PARAGRAPH = 2
 # A label ("Refunds are not available for:") is only useful with the list it introduces.
 MAX_LABELLED_WINDOW = 5
 # A table row further than this below its header is quoted without it (the window would be the table).
@@ -82,6 +84,11 @@ def _grow(
             cap = MAX_LABELLED_WINDOW
     if a.label:
         cap = MAX_LABELLED_WINDOW
+    # A short paragraph is one thought: a sentence of it is quoted with the rest of it.
+    if a.kind == "prose" and not a.label:
+        lo, hi = _paragraph(units, anchor)
+        if hi - lo + 1 <= SHORT_PARAGRAPH and not any(k in used for k in range(lo, hi + 1)):
+            return lo, hi, hi
     while count < cap:
         k = _follows(units, first, last, used, relevant, whole)
         if k is None:
@@ -99,6 +106,19 @@ def _grow(
         end = k
         count += 1
     return first, last, end
+
+
+def _paragraph(units: Sequence[Unit], anchor: int) -> tuple[int, int]:
+    """The first and last prose unit of the paragraph `units[anchor]` is in."""
+    lo = anchor
+    while lo > 0 and not units[lo].new_paragraph and units[lo - 1].kind == "prose" and not units[lo - 1].heading \
+            and not units[lo - 1].noise:
+        lo -= 1
+    hi = anchor
+    while hi + 1 < len(units) and not units[hi + 1].new_paragraph and units[hi + 1].kind == "prose" \
+            and not units[hi + 1].heading and not units[hi + 1].noise:
+        hi += 1
+    return lo, hi
 
 
 def _opening_heading(units: Sequence[Unit], first: int, used: set[int], text: str) -> int:

@@ -438,3 +438,30 @@ def test_a_heading_matching_less_than_its_text_does_not_escape_the_length_penalt
     assert window_score(scorer, 0, ("k",), full, own, text, frozenset({"flow"}), 90) == penalised
     asking = window_score(scorer, 0, ("k",), full, own, frozenset({"step"}), frozenset({"flow", "upgrad"}), 90)
     assert asking == pytest.approx(own * scorer.factor(0, ("k",), 90) + (full - own) * scorer.factor(0, ("k",), 0))
+
+
+SESSIONS = """# Sessions
+
+## Signing out
+
+A session lasts twelve hours unless you sign out first. Closing the browser does not sign you out.
+
+```
+acme logout --all
+```
+
+The default idle timeout is 30 minutes, and admins can raise it to 4 hours. When the idle timeout passes, \
+the session ends and you must sign in again.
+
+Admins see every session in the audit log.
+"""
+
+
+def test_a_short_paragraph_is_quoted_whole_from_any_of_its_sentences() -> None:
+    """The sentence that matches the question's words ("session ends", "sign in again") comes with the one
+    before it in its two-sentence paragraph, which holds the figure; a longer paragraph is not taken whole."""
+    docs = [SourceDocument(url="https://help.acme.example/sessions", title="Sessions", content=SESSIONS)]
+    passages = extract_passages("How long until an idle session ends and I must sign in again?", docs)
+    check_verbatim(passages, docs)
+    assert any(p.content.startswith("The default idle timeout is 30 minutes") and p.content.endswith("sign in again.")
+               for p in passages), [p.content for p in passages]
