@@ -99,13 +99,13 @@ def _local(settings: SourceSettings, k: int, timeout: float, secrets: list[Secre
             raise SourceConfigError(settings.name, f"{path}: no such file or directory")
     index = settings.path(settings.index_path) if settings.index_path else None
     limits = CorpusLimits.from_settings(settings)
-    key = (tuple(map(str, paths)), str(index), k, settings.name, limits.model_dump_json())
+    key = (tuple(map(str, paths)), str(index), k, settings.name, limits.model_dump_json(), settings.candidate_pool)
     with _local_lock:
         cached = _local_cache.get(key)
         if cached is None:
             try:
                 cached = LocalCorpusRetriever.from_corpus(paths, index_path=index, k=k, source_name=settings.name,
-                                                          limits=limits)
+                                                          limits=limits, candidate_pool=settings.candidate_pool)
             except (CorpusError, IndexFileError, OSError) as exc:
                 raise SourceConfigError(settings.name, str(exc)) from None
             _local_cache[key] = cached
@@ -245,7 +245,8 @@ def _postgres(settings: SourceSettings, k: int, timeout: float, secrets: list[Se
     secrets.extend(dsn.secrets)
     return build_retriever(dsn, schema=settings.db_schema, config=settings.text_search_config, k=k,
                            source_name=settings.name, timeout_s=timeout,
-                           statement_timeout_ms=settings.statement_timeout_ms)
+                           statement_timeout_ms=settings.statement_timeout_ms,
+                           candidate_pool=settings.candidate_pool)
 
 
 def require_psycopg(source: str) -> None:

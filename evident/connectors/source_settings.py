@@ -44,6 +44,10 @@ class LocalSettings(SourceSettings):
     type: Literal["local"]
     paths: list[str] = Field(min_length=1)
     index_path: str | None = None
+    candidate_pool: int = Field(
+        200, ge=0,  # index.visible_ranking.CANDIDATE_POOL
+        description="candidates a signed-in or filtered search ranks exactly at most, those of the highest upper "
+                    "bounds (larger: fewer near-duplicates left out, slower; 0: no bound, exact, linear)")
     follow_symlinks: bool = False  # as the top-level settings of the same names (docs/security.md)
     max_file_mb: float = Field(20.0, gt=0)
     section_chars: int = Field(100_000, ge=1000)
@@ -61,6 +65,10 @@ class PostgresSettings(SourceSettings):
     text_search_config: str = Field("english", pattern=r"^[a-z_][a-z0-9_]{0,62}$",
                                     description="the text search configuration of the tsvector and the query")
     statement_timeout_ms: int | None = Field(None, ge=1, description="per search; default: the source's timeout")
+    candidate_pool: int = Field(
+        10_000, ge=0,  # postgres.search.CANDIDATE_POOL
+        description="documents a search ranks at most, those holding the question's rarest words first (larger: "
+                    "more pages holding only common words are ranked, slower; 0: every match, exact, linear)")
     follow_symlinks: bool = False
     max_file_mb: float = Field(20.0, gt=0)
     section_chars: int = Field(100_000, ge=1000)
