@@ -225,19 +225,21 @@ class _Found:
         it is not in the pool, now or later (the floor only rises)."""
         return self._bounds[0] if len(self._bounds) >= self.pool else -math.inf
 
-    def _pooled(self) -> list[_Candidate]:
+    def pooled(self) -> list[_Candidate]:
+        """The candidates in the pool now (it changes only as candidates are added)."""
         floor = self.floor()
         return [c for c in self.candidates.values() if c.bound >= floor]
 
-    def kth(self) -> float:
+    def kth(self, pooled: Sequence[_Candidate]) -> float:
         """The k-th best lower bound in the pool (-inf before there are k): the k-th best exact score of the
         pool is at least it."""
-        lows = heapq.nlargest(self.k, (c.low for c in self._pooled()))
+        lows = heapq.nlargest(self.k, (c.low for c in pooled))
         return lows[-1] if len(lows) >= self.k else -math.inf
 
-    def most_promising(self, kth: float) -> _Candidate | None:
+    @staticmethod
+    def most_promising(pooled: Sequence[_Candidate], kth: float) -> _Candidate | None:
         """The candidate of the pool not yet settled with the highest upper bound, if that bound reaches `kth`."""
-        open_ = [c for c in self._pooled() if not c.exact and c.high >= kth]
+        open_ = [c for c in pooled if not c.exact and c.high >= kth]
         return max(open_, key=lambda c: (c.high, c.url)) if open_ else None
 
     def settle(self, candidate: _Candidate, score: float) -> None:
@@ -245,7 +247,7 @@ class _Found:
         candidate.exact = True
 
     def best(self) -> list[tuple[str, float]]:
-        exact = [(c.url, c.low) for c in self._pooled() if c.exact]
+        exact = [(c.url, c.low) for c in self.pooled() if c.exact]
         return sorted(exact, key=lambda hit: (-hit[1], hit[0]))[: self.k]
 
 
@@ -333,9 +335,10 @@ class ExactRanker:
         highest upper bound first, until every other's upper bound is below the pool's k-th lower bound;
         the higher of that bound and the pool's floor (a document Tantivy has not returned yet matters only
         if its upper bound reaches both)."""
+        pooled = found.pooled()
         while True:
-            kth = found.kth()
-            candidate = found.most_promising(kth)
+            kth = found.kth(pooled)
+            candidate = found.most_promising(pooled, kth)
             if candidate is None:
                 return max(kth, found.floor())
             found.settle(candidate, self._exact_score(candidate, clauses, average))
