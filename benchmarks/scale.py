@@ -1,7 +1,7 @@
 """The embedded index and a PostgreSQL source at scale: build throughput, size, query latency and memory.
 
     python benchmarks/scale.py                              # 10,000 and 100,000 sections
-    python benchmarks/scale.py --sizes 10000 100000 1000000 # and a million (long: hours on 2 cores)
+    python benchmarks/scale.py --sizes 10000 100000 1000000 # and a million (long: about 20 minutes a build on 2 cores)
     PG_DSN=postgresql://… python benchmarks/scale.py --dsn-env PG_DSN       # an existing server
 
 Sections are generated from the example corpus as in benchmarks/retrieval.py (`generate`: runs of a page's
@@ -11,6 +11,10 @@ own: the build (`LocalIndex.add_corpus`; `postgres.refresh.refresh`, one transac
 questions as a staff member (permissions inside the search), `--rounds` times each, k = 8, by words.
 PostgreSQL's size is its tables with their indexes and TOAST; its server's memory is not in the client's figure.
 Without `--dsn-env`, a throwaway PostgreSQL 15 cluster is started in a temporary folder (tests/support/postgres.py).
+
+Both engines rank a bounded pool of candidates (their `candidate_pool` settings, docs/postgres.md#scale); up to
+`--agreement-up-to` sections, each question is also asked with no bound (the exact ranking, linear in the
+corpus), and "same top 8" counts the questions whose 8 results and scores are the same both ways.
 """
 
 from __future__ import annotations
@@ -37,7 +41,11 @@ def _questions(count: int) -> list[str]:
     return [json.loads(line)["query"] for line in lines if line.strip()][:count]
 
 
-def embedded(corpus: Path, workdir: Path, questions: list[str], rounds: int) -> dict[str, Any]:
+def _agreement(bounded: list[list[tuple[str, float]]], exact: list[list[tuple[str, float]]]) -> int:
+    return sum(b == e for b, e in zip(bounded, exact, strict=True))
+
+
+def embedded(corpus: Path, workdir: Path, questions: list[str], rounds: int, agreement: bool) -> dict[str, Any]:
     from evident.connectors.index.embedded import LocalIndex
     from evident.connectors.visibility import AclPolicy, principal_tokens
     from evident.models import Principal
@@ -47,10 +55,17 @@ def embedded(corpus: Path, workdir: Path, questions: list[str], rounds: int) -> 
     visible = principal_tokens(Principal(user="bench", groups=["staff"]), AclPolicy())
     with LocalIndex(target, read_only=True) as index:
         times = latencies(lambda q: index.search(q, k=8, visible=visible), questions, rounds)
-    return {"sections": sections, "build_s": build_s, "size_mb": index_size(target) / 1e6, "times": times}
+        bounded = [[(d.url, s) for d, s in index.search(q, k=8, visible=visible)] for q in questions]
+    same = None
+    if agreement:
+        with LocalIndex(target, read_only=True, candidate_pool=0) as exact:
+            same = _agreement(bounded, [[(d.url, s) for d, s in exact.search(q, k=8, visible=visible)]
+                                        for q in questions])  # fmt: skip
+    return {"sections": sections, "build_s": build_s, "size_mb": index_size(target) / 1e6, "times": times,
+            "same": same}
 
 
-def postgres(corpus: Path, dsn_env: str, questions: list[str], rounds: int) -> dict[str, Any]:
+def postgres(corpus: Path, dsn_env: str, questions: list[str], rounds: int, agreement: bool) -> dict[str, Any]:
     import psycopg
     from psycopg import sql
 
@@ -79,8 +94,15 @@ def postgres(corpus: Path, dsn_env: str, questions: list[str], rounds: int) -> d
                                 statement_timeout_ms=None)  # fmt: skip
     visible = principal_tokens(Principal(user="bench", groups=["staff"]), AclPolicy())
     times = latencies(lambda q: retriever.search_visible(q, visible, None), questions, rounds)
+    bounded = [[(d.url, s) for d, s in retriever.search_visible(q, visible, None)] for q in questions]
+    same = None
+    if agreement:
+        retriever.candidate_pool = 0
+        same = _agreement(bounded, [[(d.url, s) for d, s in retriever.search_visible(q, visible, None)]
+                                    for q in questions])  # fmt: skip
     retriever.close()
-    return {"sections": stats.documents, "build_s": build_s, "size_mb": int(size[0] or 0) / 1e6, "times": times}
+    return {"sections": stats.documents, "build_s": build_s, "size_mb": int(size[0] or 0) / 1e6, "times": times,
+            "same": same}
 
 
 def _one(args: argparse.Namespace) -> None:
@@ -88,9 +110,9 @@ def _one(args: argparse.Namespace) -> None:
     corpus, questions = Path(args.corpus), _questions(args.queries)
     if args.one == "embedded":
         with tempfile.TemporaryDirectory() as tmp:
-            out = embedded(corpus, Path(tmp), questions, args.rounds)
+            out = embedded(corpus, Path(tmp), questions, args.rounds, args.agreement)
     else:
-        out = postgres(corpus, args.dsn_env, questions, args.rounds)
+        out = postgres(corpus, args.dsn_env, questions, args.rounds, args.agreement)
     out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out))
 
@@ -102,7 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dsn-env", default=None, help="environment variable holding a PostgreSQL connection string")
     ap.add_argument("--engines", nargs="+", choices=["embedded", "postgres"], default=["embedded", "postgres"])
+    ap.add_argument("--agreement-up-to", type=int, default=100_000,
+                    help="up to this many sections, compare each top 8 with the unbounded ranking's")
     ap.add_argument("--one", choices=["embedded", "postgres"], help=argparse.SUPPRESS)
+    ap.add_argument("--agreement", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--corpus", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
@@ -131,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                                "--queries", str(args.queries), "--rounds", str(args.rounds)]  # fmt: skip
                     if args.dsn_env:
                         command += ["--dsn-env", args.dsn_env]
+                    if size <= args.agreement_up_to:
+                        command.append("--agreement")
                     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
                     if done.returncode != 0:
                         print(f"{engine} at {size:,}: failed: {done.stderr.strip()[-500:]}")
@@ -141,12 +168,14 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if server is not None:
             server.stop()
-    print("\n| engine | sections | build s | sections/s | size MB | query p50 ms | query p95 ms | peak RSS MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n| engine | sections | build s | sections/s | size MB | query p50 ms | query p95 ms | peak RSS MB "
+          "| same top 8 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for engine, _, r in rows:
+        same = "" if r["same"] is None else f"{r['same']}/{args.queries}"
         print(f"| {engine} | {r['sections']:,} | {r['build_s']:.1f} | {r['sections'] / r['build_s']:,.0f} | "
               f"{r['size_mb']:.0f} | {percentile(r['times'], 50):.2f} | {percentile(r['times'], 95):.2f} | "
-              f"{r['max_rss_mb']:.0f} |")
+              f"{r['max_rss_mb']:.0f} | {same} |")
     return 0
 
 

@@ -67,6 +67,10 @@ class LocalSettings(SourceSettings, CorpusFileSettings):
     type: Literal["local"]
     paths: list[str] = Field(min_length=1)
     index_path: str | None = None
+    candidate_pool: int = Field(
+        200, ge=0,  # index.visible_ranking.CANDIDATE_POOL
+        description="candidates a signed-in or filtered search ranks exactly at most, those of the highest upper "
+                    "bounds (larger: fewer near-duplicates left out, slower; 0: no bound, exact, linear)")
 
     def build(self, k: int, timeout_s: float, secrets: list[SecretStr]) -> BaseRetriever:
         from evident.connectors.index.embedded import IndexFileError
@@ -81,13 +85,13 @@ class LocalSettings(SourceSettings, CorpusFileSettings):
         limits = CorpusLimits.from_settings(self)
         # One retriever per corpus and settings for the process: opening an index reads its mirror and
         # its vectors, which a server must not repeat per request.
-        key = (tuple(map(str, paths)), str(index), k, self.name, limits.model_dump_json())
+        key = (tuple(map(str, paths)), str(index), k, self.name, limits.model_dump_json(), self.candidate_pool)
         with _local_lock:
             cached = _local_cache.get(key)
             if cached is None:
                 try:
                     cached = LocalCorpusRetriever.from_corpus(paths, index_path=index, k=k, source_name=self.name,
-                                                              limits=limits)
+                                                              limits=limits, candidate_pool=self.candidate_pool)
                 except (CorpusError, IndexFileError, OSError) as exc:
                     raise SourceConfigError(self.name, str(exc)) from None
                 _local_cache[key] = cached
@@ -110,6 +114,10 @@ class PostgresSettings(SourceSettings, CorpusFileSettings):
     text_search_config: str = Field("english", pattern=r"^[a-z_][a-z0-9_]{0,62}$",
                                     description="the text search configuration of the tsvector and the query")
     statement_timeout_ms: int | None = Field(None, ge=1, description="per search; default: the source's timeout")
+    candidate_pool: int = Field(
+        10_000, ge=0,  # postgres.search.CANDIDATE_POOL
+        description="documents a search ranks at most, those holding the question's rarest words first (larger: "
+                    "more pages holding only common words are ranked, slower; 0: every match, exact, linear)")
 
     def resolved_dsn(self) -> PostgresDsn:
         """The connection string from `dsn` or `dsn_env`, with its password kept out of every message."""
@@ -125,7 +133,8 @@ class PostgresSettings(SourceSettings, CorpusFileSettings):
         secrets.extend(dsn.secrets)
         return build_retriever(dsn, schema=self.db_schema, config=self.text_search_config, k=k,
                                source_name=self.name, timeout_s=timeout_s,
-                               statement_timeout_ms=self.statement_timeout_ms)
+                               statement_timeout_ms=self.statement_timeout_ms,
+                               candidate_pool=self.candidate_pool)
 
 
 def require_psycopg(source: str) -> None:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage
@@ -17,6 +18,7 @@ from evident.connectors.config import PostgresSettings, parse_settings, postgres
 from evident.connectors.index.loaders import DEFAULT_LIMITS
 from evident.connectors.postgres.connections import Connections
 from evident.connectors.postgres.refresh import refresh
+from evident.connectors.postgres.search import CANDIDATE_POOL
 from evident.context import EvidentContext
 from evident.graph import graph
 from tests.support.postgres import PostgresServer
@@ -77,24 +79,30 @@ def _assert_same(seen: Any, alone: Any, where: str = "output") -> None:
         assert seen == alone, (where, seen, alone)
 
 
-def _ask(folder: Path, records: list[dict[str, Any]], question: str, k: int) -> Any:
+def _ask(folder: Path, records: list[dict[str, Any]], question: str, k: int, pool: int | None = None) -> Any:
+    """Bob's whole output over `records`; with `pool`, through a `local` source of that `candidate_pool`."""
     folder.mkdir(parents=True, exist_ok=True)
     corpus = folder / "pages.jsonl"
     corpus.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
-    ctx = EvidentContext(corpus=[str(corpus)], index_path=str(folder / "index.sqlite3"), k=k, top_n=k)
+    index = str(folder / "index.sqlite3")
+    ctx = (EvidentContext(corpus=[str(corpus)], index_path=index, k=k, top_n=k) if pool is None else
+           EvidentContext(sources=[{"name": "local", "type": "local", "paths": [str(corpus)], "index_path": index,
+                                    "candidate_pool": pool}], k=k, top_n=k))  # fmt: skip
     return _observed(graph.invoke({"query": question, "principal": BOB}, context=ctx))
 
 
 _schemas = itertools.count()
 
 
-def _ask_postgres(server: PostgresServer, folder: Path, records: list[dict[str, Any]], question: str, k: int) -> Any:
-    """`_ask` with the documents in a PostgreSQL source (a schema of its own) instead of the embedded index."""
+def _ask_postgres(server: PostgresServer, folder: Path, records: list[dict[str, Any]], question: str, k: int,
+                  **extra: Any) -> Any:  # fmt: skip
+    """`_ask` with the documents in a PostgreSQL source (a schema of its own) instead of the embedded index;
+    `extra`: more settings of the source."""
     folder.mkdir(parents=True, exist_ok=True)
     corpus = folder / "pages.jsonl"
     corpus.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     raw = {"name": "pg", "type": "postgres", "dsn": server.dsn(), "paths": [str(corpus)],
-           "schema": f"perm_{next(_schemas)}"}
+           "schema": f"perm_{next(_schemas)}", **extra}
     settings = parse_settings(raw, 1)
     assert isinstance(settings, PostgresSettings)
     refresh(Connections(postgres_dsn(settings), connect_timeout_s=10, statement_timeout_ms=None),
@@ -103,25 +111,30 @@ def _ask_postgres(server: PostgresServer, folder: Path, records: list[dict[str, 
     return _observed(graph.invoke({"query": question, "principal": BOB}, context=ctx))
 
 
+# A candidate pool of 1 (so k) binds on most questions: the candidates are chosen from bob's statistics
+# alone (the embedded index: the highest upper bounds; PostgreSQL: the documents of his rarest words), so
+# the hidden pages move nothing there either.
+@pytest.mark.parametrize("pool", [None, 1])
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(hidden=HIDDEN_DOCS, question=st.sampled_from(QUESTIONS), k=st.sampled_from([1, 2, 8]))
 def test_hidden_documents_change_nothing_bob_can_observe(
-    tmp_path_factory: Any, hidden: list[dict[str, Any]], question: str, k: int
+    tmp_path_factory: Any, hidden: list[dict[str, Any]], question: str, k: int, pool: int | None
 ) -> None:
     base = tmp_path_factory.mktemp("corpus")
-    seen = _ask(base / "with", VISIBLE + hidden, question, k)
-    alone = _ask(base / "without", VISIBLE, question, k)
+    seen = _ask(base / "with", VISIBLE + hidden, question, k, pool)
+    alone = _ask(base / "without", VISIBLE, question, k, pool)
     _assert_same(seen, alone)
 
 
+@pytest.mark.parametrize("pool", [CANDIDATE_POOL, 1])
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(hidden=HIDDEN_DOCS, question=st.sampled_from(QUESTIONS), k=st.sampled_from([1, 2, 8]))
 def test_hidden_documents_change_nothing_bob_can_observe_in_postgres(
-    tmp_path_factory: Any, postgres: PostgresServer, hidden: list[dict[str, Any]], question: str, k: int
+    tmp_path_factory: Any, postgres: PostgresServer, hidden: list[dict[str, Any]], question: str, k: int, pool: int
 ) -> None:
     base = tmp_path_factory.mktemp("corpus")
-    seen = _ask_postgres(postgres, base / "with", VISIBLE + hidden, question, k)
-    alone = _ask_postgres(postgres, base / "without", VISIBLE, question, k)
+    seen = _ask_postgres(postgres, base / "with", VISIBLE + hidden, question, k, candidate_pool=pool)
+    alone = _ask_postgres(postgres, base / "without", VISIBLE, question, k, candidate_pool=pool)
     assert seen["source_errors"] == []
     _assert_same(seen, alone)
 

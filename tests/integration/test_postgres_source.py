@@ -21,6 +21,7 @@ from evident.connectors.config import Defaults, PostgresSettings, build_sources,
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusError
 from evident.connectors.postgres.connections import Connections
 from evident.connectors.postgres.refresh import RefreshStats, embed_missing, refresh
+from evident.connectors.postgres.retriever import PostgresRetriever
 from evident.connectors.source import SourceFailure
 from evident.context import EvidentContext
 from evident.embeddings import resolve_embeddings
@@ -89,6 +90,53 @@ def test_title_and_headings_outrank_the_body(postgres: PostgresServer, tmp_path:
     (source,), _ = build_sources([raw], Defaults())
     ranked = [d.metadata["url"] for d in source.retriever.invoke("pelican")]
     assert ranked == ["KB-title", "KB-heading", "KB-body"]
+
+
+def test_cached_counts_last_until_a_refresh_changes_a_document(postgres: PostgresServer, tmp_path: Path) -> None:
+    pages = [{"url": f"KB-{i}", "title": f"Page {i}", "text": f"pelican notes {i}"} for i in range(4)]
+    pages.append({"url": "KB-heron", "title": "Heron", "text": "heron notes"})
+    raw = _source(postgres, [_write(tmp_path / "c.jsonl", pages)], _schema())
+    _refresh(raw)
+    (source,), _ = build_sources([raw], Defaults())
+    retriever = source.retriever
+    assert isinstance(retriever, PostgresRetriever)
+
+    def scores() -> dict[str, float]:
+        return {d.url: s for d, s in retriever.search_visible("heron pelican", ["public", "unstated"], None)}
+
+    before = scores()
+    assert _refresh(raw).unchanged == 5  # nothing changed: the same generation, the same counts
+    assert scores() == before
+    # Herons on every page: the word's IDF falls, which the next search sees through the same retriever.
+    _write(tmp_path / "c.jsonl", [{**p, "text": p["text"] + " heron"} for p in pages])
+    assert _refresh(raw).updated == 5
+    after = scores()
+    (fresh,), _ = build_sources([raw], Defaults())
+    assert isinstance(fresh.retriever, PostgresRetriever)
+    assert after == {d.url: s for d, s in fresh.retriever.search_visible("heron pelican", ["public", "unstated"],
+                                                                         None)}  # fmt: skip
+    assert after["KB-heron"] < before["KB-heron"]
+
+
+def test_a_pool_that_does_not_bind_ranks_every_match(postgres: PostgresServer, tmp_path: Path) -> None:
+    pages = [{"url": f"KB-{i}", "title": f"Page {i}", "text": " ".join(["expense"] * (i % 3 + 1) +
+                                                                        ["report"] * (i % 5) + ["travel"] * (i % 2))}
+             for i in range(30)]  # fmt: skip
+    raw = _source(postgres, [_write(tmp_path / "c.jsonl", pages)], _schema(), k=30)
+    _refresh(raw)
+    question, visible = "expense report travel", ["public", "unstated"]
+
+    def top(pool: int) -> list[tuple[str, float]]:
+        (source,), _ = build_sources([{**raw, "candidate_pool": pool}], Defaults())
+        assert isinstance(source.retriever, PostgresRetriever)
+        return [(d.url, s) for d, s in source.retriever.search_visible(question, visible, None)]
+
+    exact = top(0)
+    assert len(exact) == 30
+    assert top(30 + 24 + 15) == exact  # every word's documents fit: the pool is every match
+    # Bound to the rarest word's (travel: 15 pages), the candidates are those pages, ranked by every word:
+    # the exact ranking's order and scores, without the pages that lack the word.
+    assert top(20) == [(url, score) for url, score in exact if int(url.split("-")[1]) % 2 == 1]
 
 
 def test_refresh_upserts_deletes_and_leaves_the_source_as_it_was_on_error(

@@ -194,6 +194,43 @@ def test_the_exact_top_k_is_bm25_over_the_visible_documents_alone(tmp_path: Path
                 assert _searched(mixed, query, k, bob) == _searched(alone, query, k, bob), (query, k)
 
 
+def _pooled(folder: Path, name: str, records: list[dict[str, Any]], pool: int) -> LocalIndex:
+    _index(folder, name, records).close()
+    return LocalIndex(folder / f"{name}.sqlite3", candidate_pool=pool)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_bounded_pool_is_the_pool_of_the_visible_documents_alone(tmp_path: Path, seed: int) -> None:
+    # Near-duplicates (the pages that make a pool bind) and random pages, bob's and hidden ones.
+    rng = random.Random(seed)
+    twins = [{"url": f"https://w/twin-{i}", "title": "Expense report",
+              "text": "submit the expense report within thirty days " + " ".join(rng.choices(_WORDS, k=i))}
+             for i in range(12)]  # fmt: skip
+    visible = twins + _random_pages(rng, 30, None, "v") + _random_pages(rng, 8, "group:staff", "s")
+    hidden_twins = [{**t, "url": t["url"] + "-h", "metadata": {"acl": "group:board"}} for t in twins]
+    hidden = _random_pages(rng, 30, "group:board", "h") + hidden_twins
+    bob = principal_tokens(BOB, AclPolicy(source="local"))
+    queries = ("expense report", "submit the expense report days", "annual leave days", "travel limits policy")
+    for pool in (1, 3, 10):
+        with _pooled(tmp_path, f"mixed-{pool}", visible + hidden, pool) as mixed, \
+             _pooled(tmp_path, f"alone-{pool}", visible, pool) as alone:  # fmt: skip
+            for k in (1, 3, 8):
+                for query in queries:
+                    assert _searched(mixed, query, k, bob) == _searched(alone, query, k, bob), (pool, query, k)
+    # A pool larger than what can reach the k-th score binds nothing: the exact ranking, as with no bound.
+    with _pooled(tmp_path, "unbounded", visible + hidden, 0) as exact, \
+         _pooled(tmp_path, "large", visible + hidden, len(visible)) as large:  # fmt: skip
+        for query in queries:
+            assert _searched(large, query, 8, bob) == _searched(exact, query, 8, bob), query
+    # A pool smaller than k is k: each page it returns carries its exact score.
+    with _pooled(tmp_path, "one", visible + hidden, 1) as one, _pooled(tmp_path, "all", visible + hidden, 0) as every:
+        for query in queries:
+            bounded = _searched(one, query, 8, bob)
+            scores = dict(_searched(every, query, 200, bob))
+            assert len(bounded) == 8
+            assert all(scores[url] == score for url, score in bounded), query
+
+
 def test_phrase_counts_are_tantivys_on_a_page_indexed_alone(tmp_path: Path) -> None:
     rng = random.Random(5)
     mirror = TantivyMirror(tmp_path / "m", title_weight=2.0)

@@ -56,6 +56,7 @@ from evident.connectors.index.vectors import (
     vectors_generation,
     vectors_key,
 )
+from evident.connectors.index.visible_ranking import CANDIDATE_POOL
 from evident.connectors.visibility import document_tokens
 from evident.context import index_dir
 from evident.embeddings.meaning import QueryMeaning, without_meaning
@@ -105,7 +106,8 @@ class LocalIndex(MirroredStore):
     """A persistent full-text index of local corpora.
 
     Safe to share between threads; other objects and processes may read the same file while one
-    writes (see `MirroredStore`). `limits` bound what a corpus may make the loader do.
+    writes (see `MirroredStore`). `limits` bound what a corpus may make the loader do; `candidate_pool`,
+    the candidates a permission-filtered search ranks exactly (`visible_ranking.CANDIDATE_POOL`).
     """
 
     def __init__(
@@ -115,10 +117,12 @@ class LocalIndex(MirroredStore):
         read_only: bool = False,
         limits: CorpusLimits = DEFAULT_LIMITS,
         lock_timeout_s: float = 300.0,
+        candidate_pool: int = CANDIDATE_POOL,
     ) -> None:
         self.limits = limits
         self._vectors: LoadedVectors | None = None
-        super().__init__(path, read_only=read_only, lock_timeout_s=lock_timeout_s, title_weight=TITLE_WEIGHT)
+        super().__init__(path, read_only=read_only, lock_timeout_s=lock_timeout_s, title_weight=TITLE_WEIGHT,
+                         candidate_pool=candidate_pool)
 
     # -- reading -------------------------------------------------------------------------------
 

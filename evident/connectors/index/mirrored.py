@@ -20,6 +20,7 @@ from typing import Any, Self
 
 from evident.connectors.index.ranking import MirrorError, TantivyMirror, tantivy_errors
 from evident.connectors.index.store import IndexFileError, WriteLock, _transaction, connect, database_error
+from evident.connectors.index.visible_ranking import CANDIDATE_POOL
 from evident.connectors.visibility import document_tokens
 
 log = logging.getLogger(__name__)
@@ -35,8 +36,10 @@ class MirroredStore:
     `lock_timeout_s`.
     """
 
-    def __init__(self, path: str | Path, *, read_only: bool, lock_timeout_s: float, title_weight: float) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool, lock_timeout_s: float, title_weight: float,
+                 candidate_pool: int = CANDIDATE_POOL) -> None:
         self.path = Path(path)
+        self.candidate_pool = candidate_pool
         self.read_only = read_only
         self._lock = threading.RLock()
         self._write_lock = WriteLock(self.path, lock_timeout_s)
@@ -76,7 +79,8 @@ class MirroredStore:
             try:
                 with tantivy_errors(self._mirror.directory):
                     lengths = None if visible is None else (lambda: self._visible_lengths(visible))
-                    return self._mirror.top(terms, k, weights, visible=visible, lengths=lengths, texts=self._text)
+                    return self._mirror.top(terms, k, weights, visible=visible, lengths=lengths, texts=self._text,
+                                            generation=self._mirror_generation, pool=self.candidate_pool)
             except MirrorError as exc:
                 if self.read_only or attempt == 2:
                     log.warning("%s: Tantivy search failed, searching with FTS5 (%s)", self.path, exc)

@@ -28,9 +28,11 @@ from evident.alignment.lexicon import content_terms, stem
 from evident.connectors.index.fts_query import STOPWORDS
 from evident.connectors.index.spelling import REPAIR_WEIGHT, REPAIRS_PER_QUERY, repair
 from evident.connectors.index.visible_ranking import (
+    CANDIDATE_POOL,
     TIE_MARGIN,
     CallerCounts,
     Clause,
+    Counted,
     ExactRanker,
     StaleStatistics,
 )
@@ -68,6 +70,7 @@ TITLE_FIRST_BOOST = 0.5
 # The pages it chooses among, whatever the number asked for: the first page must not depend on k (8
 # is EvidenT's default top_n, on which rule 42 was measured).
 TITLE_FIRST_DEPTH = 8
+COUNTS_CACHED = 64  # (state of the index, token set) pairs whose visible counts are kept
 
 
 def title_share(question: frozenset[str], title: str) -> float:
@@ -159,6 +162,7 @@ class TantivyMirror:
         self._index: Any | None = None
         self._writer: Any | None = None
         self._chat_tokens: frozenset[str] | None = None
+        self._counted: dict[tuple[int, int, int, frozenset[str]], Counted] = {}
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -258,13 +262,18 @@ class TantivyMirror:
         visible: Sequence[str] | None = None,
         lengths: Callable[[], tuple[int, int]] | None = None,
         texts: Callable[[str], tuple[str, str] | None] | None = None,
+        generation: int | None = None,
+        pool: int = CANDIDATE_POOL,
     ) -> list[tuple[str, float]]:
         """The `k` best (url, score) for OR-ed `terms`, best first, ties by url; a term's score is
         multiplied by its weight in `weights` (default 1). With `visible`, only documents holding one
         of those visibility tokens are searched, and counted in the IDF and the spelling repair;
-        `lengths` and `texts` then give the statistics of its exact ranking (`visible_ranking.ExactRanker`)."""
+        `lengths` and `texts` then give the statistics of its exact ranking (`visible_ranking.ExactRanker`).
+        `generation`: the SQLite generation the directory reflects; with it, the visible counts are kept
+        for the next search of the same token set while the searcher holds the same documents; `pool`: the
+        candidates its exact ranking chooses among at most (`visible_ranking.CANDIDATE_POOL`)."""
         searcher = self._open(create=False).searcher()
-        counts = CallerCounts(self._schema, searcher, visible)
+        counts = CallerCounts(self._schema, searcher, visible, self._known_counts(searcher, visible, generation))
         built = self._query(terms, counts, weights or {})
         if built is None or k <= 0:
             return []
@@ -277,7 +286,7 @@ class TantivyMirror:
             if lengths is None or texts is None:
                 raise TypeError("a filtered search needs the visible documents' lengths and texts")
             try:
-                return self._exact.top(searcher, clauses, counts, k, lengths(), texts)
+                return self._exact.top(searcher, clauses, counts, k, lengths(), texts, pool)
             except StaleStatistics as exc:
                 raise MirrorError(f"{self.directory}: {exc}") from None
         limit = k + _TIE_MARGIN
@@ -295,6 +304,18 @@ class TantivyMirror:
             if cut is None or score >= cut
         ]
         return sorted(found, key=lambda hit: (-hit[1], hit[0]))[:k]
+
+    def _known_counts(self, searcher: Any, visible: Sequence[str] | None, generation: int | None) -> Counted | None:
+        """The counts kept for `visible` in the searcher's state: its generation, and its document and
+        segment counts, which change with any commit a searcher that reloads by itself may already see."""
+        if visible is None or generation is None:
+            return None
+        key = (generation, int(searcher.num_docs), int(searcher.num_segments), frozenset(visible))
+        if key not in self._counted:
+            if len(self._counted) >= COUNTS_CACHED:
+                self._counted.clear()
+            self._counted[key] = Counted()
+        return self._counted[key]
 
     def _query(
         self, terms: Sequence[str], counts: CallerCounts, weights: Mapping[str, float]

@@ -14,6 +14,7 @@ from evident.alignment.models import SourceDocument
 from evident.connectors.in_search import SearchesVisible
 from evident.connectors.index.embedded import LocalIndex, default_index_path
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusLimits, SkipHandler
+from evident.connectors.index.visible_ranking import CANDIDATE_POOL
 from evident.connectors.lazy import OpenedOnFirstUse
 from evident.connectors.source import RanksByMeaning, StoresVectors
 from evident.embeddings.meaning import QueryMeaning
@@ -37,6 +38,7 @@ class LocalCorpusRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
 
     index_path: Path
     limits: CorpusLimits = DEFAULT_LIMITS
+    candidate_pool: int = CANDIDATE_POOL  # of a filtered search's exact ranking (visible_ranking.ExactRanker)
 
     _opened: OpenedOnFirstUse[LocalIndex] = PrivateAttr(default_factory=OpenedOnFirstUse)
     _embedding: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -51,6 +53,7 @@ class LocalCorpusRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
         source_name: str = "local",
         on_skip: SkipHandler | None = None,
         limits: CorpusLimits = DEFAULT_LIMITS,
+        candidate_pool: int = CANDIDATE_POOL,
     ) -> LocalCorpusRetriever:
         """Build or incrementally refresh the index of `paths` and return a retriever over it.
 
@@ -62,7 +65,7 @@ class LocalCorpusRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
         target = Path(index_path) if index_path is not None else default_index_path(roots)
         with LocalIndex(target, limits=limits) as index:
             index.refresh(roots, on_skip=on_skip)
-        return cls(index_path=target, k=k, source_name=source_name, limits=limits)
+        return cls(index_path=target, k=k, source_name=source_name, limits=limits, candidate_pool=candidate_pool)
 
     def search_visible(
         self, query: str, visible: list[str], meaning: QueryMeaning | None
@@ -70,7 +73,8 @@ class LocalCorpusRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
         return self._open().search(query, k=self.k, visible=visible, meaning=meaning)
 
     def _open(self) -> LocalIndex:
-        return self._opened.get(lambda: LocalIndex(self.index_path, limits=self.limits))
+        return self._opened.get(lambda: LocalIndex(self.index_path, limits=self.limits,
+                                                   candidate_pool=self.candidate_pool))
 
     def embed_index(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None) -> EmbedStats | None:
         """Give every document of the index that has none the vectors of `scorer`'s model (the first

@@ -18,6 +18,7 @@ import functools
 import heapq
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,12 @@ B = 0.75
 # slack covers that score's rounding (a float32 sum of ~100 clauses errs by < 1e-5).
 BOUND_SLACK = 1e-4
 TIE_MARGIN = 64  # extra hits fetched so that ties at the k-th place are usually resolved in one go
+# The candidates an exact ranking chooses among at most (`ExactRanker.top`'s `pool`): the documents with
+# the highest upper bounds. Past it, a page whose bound is lower than that many others' is not ranked,
+# even where its exact score would have been among the k best; the cost of a search grows with it (about
+# 1.5 ms a candidate on 2 cores: a phrase's count reads the document's text). Near-duplicate pages, whose
+# bounds all reach the k-th score, are what makes it bind.
+CANDIDATE_POOL = 200
 
 # The constants of a TermQuery's explanation (Tantivy's `Bm25Weight::explain`), by their description.
 _EXPLAINED = re.compile(r'"value":\s*([-+0-9.eE]+|null),\s*"description":\s*"(freq|dl|avgdl|N),')
@@ -52,20 +59,32 @@ def idf_ratio(x: float) -> float:
     return max(math.log(x), IDF_FLOOR) / math.log1p(x)
 
 
+@dataclass
+class Counted:
+    """The counts `CallerCounts` took for one token set in one state of the index, for the next search."""
+
+    documents: int | None = None
+    holding: dict[str, int] = field(default_factory=dict)
+
+
 class CallerCounts:
     """Document counts for a query's statistics, over the documents the caller may see.
 
     With `visible` tokens, each count is a count query of the term AND the visibility filter; `whole`
-    keeps Tantivy's own, which its BM25 multiplies in (a boost divides it out).
+    keeps Tantivy's own, which its BM25 multiplies in (a boost divides it out). `known`: the counts of
+    earlier searches of the same token set in the same state of the index, kept and added to.
     """
 
-    def __init__(self, schema: Any, searcher: Any, visible: Sequence[str] | None) -> None:
+    def __init__(self, schema: Any, searcher: Any, visible: Sequence[str] | None, known: Counted | None = None) -> None:
         self._schema = schema
         self._searcher = searcher
         self.filter = None if visible is None else tantivy.Query.term_set_query(schema, "acl", list(visible))
-        self._holding: dict[str, int] = {}
+        known = known if known is not None else Counted()
+        self._holding = known.holding
         self.whole_documents = int(searcher.num_docs)
-        self.documents = self.whole_documents if self.filter is None else self._count(self.filter)
+        if known.documents is None:
+            known.documents = self.whole_documents if self.filter is None else self._count(self.filter)
+        self.documents = known.documents
 
     def whole(self, token: str) -> int:
         return int(self._searcher.doc_freq("text", token))
@@ -178,53 +197,72 @@ class _Candidate:
     stats: TermStats
     low: float  # its phrases matching nowhere
     high: float  # each phrase matching as often as its rarer word: a phrase match needs both words
+    bound: float = 0.0  # `high` as first known: what the pool is chosen by
     exact: bool = False
     text: Callable[[], tuple[str, str] | None] = field(default=lambda: None, repr=False)
 
 
 class _Found:
-    """The candidates so far, with the k-th best lower bound kept current (a k-sized heap of lower bounds)."""
+    """The candidates so far and the pool among them: those whose upper bound is at least the `pool`-th
+    highest (its floor, kept by a `pool`-sized heap; ties at the floor are all in)."""
 
-    def __init__(self, k: int) -> None:
+    def __init__(self, k: int, pool: int) -> None:
         self.k = k
+        self.pool = pool
         self.candidates: dict[tuple[int, int], _Candidate] = {}
-        self._lows: list[float] = []  # a min-heap of the k best lower bounds
+        self._bounds: list[float] = []  # a min-heap of the `pool` highest upper bounds
 
     def add(self, key: tuple[int, int], candidate: _Candidate) -> None:
+        candidate.bound = candidate.high
         self.candidates[key] = candidate
-        if len(self._lows) < self.k:
-            heapq.heappush(self._lows, candidate.low)
-        elif candidate.low > self._lows[0]:
-            heapq.heapreplace(self._lows, candidate.low)
+        if len(self._bounds) < self.pool:
+            heapq.heappush(self._bounds, candidate.bound)
+        elif candidate.bound > self._bounds[0]:
+            heapq.heapreplace(self._bounds, candidate.bound)
 
-    def kth(self) -> float:
-        """The k-th best lower bound (-inf before there are k): the k-th best exact score is at least it."""
-        return self._lows[0] if len(self._lows) >= self.k else -math.inf
+    def floor(self) -> float:
+        """The `pool`-th highest upper bound (-inf before there are `pool`): a document whose bound is below
+        it is not in the pool, now or later (the floor only rises)."""
+        return self._bounds[0] if len(self._bounds) >= self.pool else -math.inf
 
-    def most_promising(self, kth: float) -> _Candidate | None:
-        """The candidate not yet settled with the highest upper bound, if that bound reaches `kth`."""
-        open_ = [c for c in self.candidates.values() if not c.exact and c.high >= kth]
+    def pooled(self) -> list[_Candidate]:
+        """The candidates in the pool now (it changes only as candidates are added)."""
+        floor = self.floor()
+        return [c for c in self.candidates.values() if c.bound >= floor]
+
+    def kth(self, pooled: Sequence[_Candidate]) -> float:
+        """The k-th best lower bound in the pool (-inf before there are k): the k-th best exact score of the
+        pool is at least it."""
+        lows = heapq.nlargest(self.k, (c.low for c in pooled))
+        return lows[-1] if len(lows) >= self.k else -math.inf
+
+    @staticmethod
+    def most_promising(pooled: Sequence[_Candidate], kth: float) -> _Candidate | None:
+        """The candidate of the pool not yet settled with the highest upper bound, if that bound reaches `kth`."""
+        open_ = [c for c in pooled if not c.exact and c.high >= kth]
         return max(open_, key=lambda c: (c.high, c.url)) if open_ else None
 
     def settle(self, candidate: _Candidate, score: float) -> None:
         candidate.low = candidate.high = score
         candidate.exact = True
-        self._lows = heapq.nlargest(self.k, (c.low for c in self.candidates.values()))
-        heapq.heapify(self._lows)
 
     def best(self) -> list[tuple[str, float]]:
-        exact = [(c.url, c.low) for c in self.candidates.values() if c.exact]
+        exact = [(c.url, c.low) for c in self.pooled() if c.exact]
         return sorted(exact, key=lambda hit: (-hit[1], hit[0]))[: self.k]
 
 
 class ExactRanker:
-    """The k best documents by BM25 over the caller's documents alone (see the module's docstring).
+    """The k best documents by BM25 over the caller's documents alone (see the module's docstring), among
+    the `pool` whose upper bounds are the highest.
 
     Candidates come from Tantivy, best first, restricted to the caller's documents. Each is explained
     term by term (frequencies and its quantised length, microseconds each); its phrase counts, which need
     the document's own tokens, are computed only for the candidates that can still reach the top k. A
     document Tantivy did not return scores at most `factor` x its candidate score (`_bound`), so fetching
-    stops once that bound is below the k-th lower bound; equal is not enough, a tie is settled by url.
+    stops once that bound is below the k-th lower bound, or below the pool's floor (the `pool`-th highest
+    upper bound): equal is not enough, a tie is settled by url. The bounds, the floor and the exact scores
+    are all of the caller's statistics, so the pool, like the ranking, is that of an index holding only the
+    caller's documents; when no more than `pool` documents can reach the k-th score, the top k is exact.
     """
 
     def __init__(self, schema: Any, *, title_repeats: int, slop: int, words: Any, tokens: Any,
@@ -247,9 +285,11 @@ class ExactRanker:
         k: int,
         lengths: tuple[int, int],
         texts: Callable[[str], tuple[str, str] | None],
+        pool: int = CANDIDATE_POOL,
     ) -> list[tuple[str, float]]:
         """The `k` best (url, score), ties by url. `lengths`: (the caller's documents' `text` tokens
-        together, how many they are); `texts`: a document's (title, content) by url, None once deleted."""
+        together, how many they are); `texts`: a document's (title, content) by url, None once deleted;
+        `pool`: the candidates chosen among at most (the class's docstring; 0: no bound, always exact)."""
         tokens, documents = lengths
         if documents != counts.documents:
             raise StaleStatistics("SQLite and Tantivy disagree on the visible documents")
@@ -257,7 +297,7 @@ class ExactRanker:
             return []
         average = tokens / documents
         query, parts = self._candidates(clauses, counts)
-        found = _Found(k)
+        found = _Found(k, max(k, pool) if pool > 0 else sys.maxsize)
         factor: float | None = None
         limit = k + TIE_MARGIN
         while True:
@@ -291,13 +331,16 @@ class ExactRanker:
         return candidate
 
     def _settle(self, found: _Found, clauses: Sequence[Clause], average: float) -> float:
-        """Exact scores for every candidate that can still be among the k best, the one with the highest
-        upper bound first, until every other's upper bound is below the k-th lower bound; that bound."""
+        """Exact scores for every candidate of the pool that can still be among its k best, the one with the
+        highest upper bound first, until every other's upper bound is below the pool's k-th lower bound;
+        the higher of that bound and the pool's floor (a document Tantivy has not returned yet matters only
+        if its upper bound reaches both)."""
+        pooled = found.pooled()
         while True:
-            kth = found.kth()
-            candidate = found.most_promising(kth)
+            kth = found.kth(pooled)
+            candidate = found.most_promising(pooled, kth)
             if candidate is None:
-                return kth
+                return max(kth, found.floor())
             found.settle(candidate, self._exact_score(candidate, clauses, average))
 
     def _exact_score(self, candidate: _Candidate, clauses: Sequence[Clause], average: float) -> float:

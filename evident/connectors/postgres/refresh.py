@@ -6,6 +6,8 @@ for the first, then sees what it wrote): documents whose url is new are inserted
 hash, title or metadata changed are updated (and lose their vectors), unchanged ones are left alone and
 documents no path holds any more are deleted. Anything that goes wrong (a missing path, a url claimed
 twice, no documents at all, the database) rolls it all back: readers see the old documents or the new.
+A refresh that changes any document bumps the source's `generation` (in `meta`), which keys the
+searches' cached counts.
 
 Vectors (`embed_missing`) are written afterwards, in transactions of COMMIT_EVERY documents, so an
 interrupted embedding keeps what it finished; a document whose text changed has none until then and is
@@ -173,6 +175,11 @@ def _write(conn: psycopg.Connection, schema: str, docs: Sequence[SourceDocument]
         conn.execute(sql.SQL("DELETE FROM {} WHERE url = ANY(%s)").format(documents), (gone,))
     stats.removed = len(gone)
     stats.documents = len(docs)
+    if stats.added or stats.updated or stats.removed:
+        # A new generation: the searches' cached counts (`search.VisibleCounts`) of the old one are not used again.
+        conn.execute(sql.SQL("INSERT INTO {} VALUES ('generation', '1') ON CONFLICT (key) DO UPDATE"
+                             " SET value = ({}.value::bigint + 1)::text").format(table(schema, "meta"),
+                                                                                  table(schema, "meta")))  # fmt: skip
 
 
 def unembedded(conn: psycopg.Connection, schema: str, model_id: str) -> list[int]:

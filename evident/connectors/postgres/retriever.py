@@ -1,6 +1,7 @@
 """A LangChain retriever over a PostgreSQL source: permissions in the SQL, meaning on the client.
 
-By words, the search is `search.ranked` (weighted `ts_rank`, IDF over the caller's documents), with the
+By words, the search is `search.ranked` (weighted `ts_rank`, IDF over the caller's documents, counts cached
+per generation, at most `candidate_pool` candidates), with the
 page whose title the question names best among the first TITLE_FIRST_DEPTH first, as the embedded index
 does. Given the query's meaning, the best HYBRID_DEPTH of that search are re-ranked by words and meaning
 together (`hybrid.hybrid_ranking`, the embedded index's fusion) from the vectors stored beside the text;
@@ -25,7 +26,16 @@ from evident.connectors.index.vectors import vectors_key
 from evident.connectors.postgres.connections import Connections
 from evident.connectors.postgres.dsn import PostgresDsn
 from evident.connectors.postgres.refresh import embed_missing, unembedded
-from evident.connectors.postgres.search import Hit, lexemes, ranked, stored_model, stored_windows
+from evident.connectors.postgres.search import (
+    CANDIDATE_POOL,
+    Hit,
+    VisibleCounts,
+    lexemes,
+    ranked,
+    snapshot,
+    stored_model,
+    stored_windows,
+)
 from evident.connectors.source import RanksByMeaning, StoresVectors
 from evident.embeddings.meaning import QueryMeaning, Window
 from evident.embeddings.windows import document_windows
@@ -45,7 +55,9 @@ class PostgresRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
     db_schema: str = "evident"
     text_search_config: str = "english"
     source_name: str = "postgres"
+    candidate_pool: int = CANDIDATE_POOL  # documents ranked per search at most (search.candidate_words)
 
+    _counts: VisibleCounts = PrivateAttr(default_factory=VisibleCounts)
     _ready: set[str] = PrivateAttr(default_factory=set)  # models whose vectors this process saw complete
     _embedding: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -70,16 +82,14 @@ class PostgresRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
     ) -> list[tuple[SourceDocument, float]]:
         """The ranking (module docstring), each document with its lexical score; raises `SourceFailure`."""
         terms, _ = weighted_terms(query)
-        with self.connections.borrowed() as conn:
-            words = lexemes(conn, self.db_schema, self.text_search_config, query, visible)
+        depth = max(self.k, TITLE_FIRST_DEPTH) if meaning is None else max(self.k, TITLE_FIRST_DEPTH, HYBRID_DEPTH)
+        with self.connections.borrowed() as conn, snapshot(conn):
+            words = lexemes(conn, self.db_schema, self.text_search_config, query, visible, self._counts)
+            hits = ranked(conn, self.db_schema, self.text_search_config, words, visible, depth, self.candidate_pool)
             if meaning is None:
-                hits = ranked(conn, self.db_schema, self.text_search_config, words, visible,
-                              max(self.k, TITLE_FIRST_DEPTH))  # fmt: skip
                 first = title_first(terms, [(h.doc.title, h.score) for h in hits[:TITLE_FIRST_DEPTH]])
                 order = [hits[first], *hits[:first], *hits[first + 1 :]] if first else hits
                 return [(h.doc, h.score) for h in order[: self.k]]
-            hits = ranked(conn, self.db_schema, self.text_search_config, words, visible,
-                          max(self.k, TITLE_FIRST_DEPTH, HYBRID_DEPTH))  # fmt: skip
             stored = (stored_windows(conn, self.db_schema, [h.id for h in hits], meaning.vector)
                       if hits and stored_model(conn, self.db_schema) == vectors_key(meaning.model_id) else {})
         candidates = [Candidate(h.doc, h.score, stored.get(h.id) or _windows_now(h, meaning)) for h in hits]
@@ -99,9 +109,10 @@ def _windows_now(hit: Hit, meaning: QueryMeaning) -> list[Window]:
 
 
 def build_retriever(dsn: PostgresDsn, *, schema: str, config: str, k: int, source_name: str, timeout_s: float,
-                    statement_timeout_ms: int | None) -> PostgresRetriever:  # fmt: skip
+                    statement_timeout_ms: int | None,
+                    candidate_pool: int = CANDIDATE_POOL) -> PostgresRetriever:  # fmt: skip
     """A retriever over the source; it connects on its first search, not here."""
     statement = statement_timeout_ms if statement_timeout_ms is not None else max(1, int(timeout_s * 1000))
     connections = Connections(dsn, connect_timeout_s=timeout_s, statement_timeout_ms=statement)
     return PostgresRetriever(connections=connections, db_schema=schema, text_search_config=config, k=k,
-                             source_name=source_name)
+                             source_name=source_name, candidate_pool=candidate_pool)

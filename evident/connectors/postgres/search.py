@@ -13,14 +13,27 @@ body D = 0.5) and divided by 1 + log(document length) (normalisation 1). idf(t) 
 other part of the search, it is the same as in a database that held only those documents. The
 permission filter is in the WHERE clause (`acl_tokens && caller's tokens`), so the top k are the
 caller's top k. Ties go by url.
+
+Two things keep a search from growing with the corpus:
+- The counts of the IDF (N, and each word's n) are cached per refresh generation and caller's token set
+  (`VisibleCounts`): a refresh bumps the `generation` in `meta` in its transaction, and a search reads the
+  generation, the counts and the documents in one snapshot (`snapshot`).
+- `ts_rank` is computed for a bounded pool of candidates, not for every document holding any question
+  word (`candidate_words`): the documents holding the question's rarest words, taken rarest first while
+  their counts add up to at most `pool` (always at least the rarest word's). When every word fits, the
+  pool is every match and the ranking is exact; otherwise a page holding only the question's commonest
+  words, which weigh least, is not ranked. The pool is chosen from the caller's counts only, so it too
+  depends on nothing the caller may not see.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,6 +52,11 @@ from evident.embeddings.meaning import Window, without_meaning
 RANK_WEIGHTS = [0.5, 0.2, 0.7, 1.0]
 RANK_NORMALIZATION = 1  # divide by 1 + log(document length): a long page does not win by length alone
 MAX_WORDS = 32  # a question's words searched at most: bounds the cost of one query
+# The documents a search ranks at most (the `candidate_pool` setting; `candidate_words`): larger ranks more
+# pages holding only common words, at a cost that grows with it (about 20 µs a document on 2 cores).
+CANDIDATE_POOL = 10_000
+COUNTS_CACHED = 64  # (generation, token set) pairs whose counts are kept
+WORDS_CACHED = 20_000  # words counted per pair at most; past it, that pair starts again
 
 _COLUMNS = ("url", "title", "source", "source_type", "content", "content_hash", "metadata")
 
@@ -52,6 +70,7 @@ class Lexeme:
     query: str
     weight: float
     idf: float
+    holding: int  # the documents the caller may see that hold it
 
 
 @dataclass(frozen=True)
@@ -61,39 +80,109 @@ class Hit:
     score: float
 
 
-def lexemes(conn: psycopg.Connection, schema: str, config: str, query: str,
-            visible: Sequence[str]) -> list[Lexeme]:  # fmt: skip
-    """The question's distinct lexemes that some document the caller may see holds, with their IDF."""
+@dataclass
+class _Counted:
+    documents: int | None = None
+    words: dict[str, tuple[str, int]] = field(default_factory=dict)  # word -> (its tsquery, n)
+
+
+class VisibleCounts:
+    """The IDF's counts over the documents a token set may see, per refresh generation: N, and per word its
+    tsquery and n. A generation is never reused, so an entry is right for as long as it is found."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[int, frozenset[str]], _Counted] = {}
+        self._lock = threading.Lock()
+
+    def entry(self, generation: int | None, visible: Sequence[str]) -> _Counted:
+        """The counts known for `visible` at `generation` (a fresh, unshared entry when it is None: tables
+        written before generations were, counted every time)."""
+        if generation is None:
+            return _Counted()
+        key = (generation, frozenset(visible))
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None or len(found.words) > WORDS_CACHED:
+                if len(self._entries) >= COUNTS_CACHED:
+                    self._entries.clear()
+                found = self._entries[key] = _Counted()
+            return found
+
+
+@contextmanager
+def snapshot(conn: psycopg.Connection) -> Iterator[None]:
+    """One read-only snapshot for a search: the generation read is the one its counts and documents are of."""
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+
+
+def generation(conn: psycopg.Connection, schema: str) -> int | None:
+    """The source's refresh generation (None: tables from before it was kept)."""
+    row = conn.execute(sql.SQL("SELECT value FROM {} WHERE key = 'generation'").format(table(schema, "meta")))
+    found = row.fetchone()
+    return int(found[0]) if found else None
+
+
+def lexemes(conn: psycopg.Connection, schema: str, config: str, query: str, visible: Sequence[str],
+            counts: VisibleCounts | None = None) -> list[Lexeme]:  # fmt: skip
+    """The question's distinct lexemes that some document the caller may see holds, with their IDF; the
+    counts come from `counts` where it has them for the source's current generation (run in `snapshot`)."""
     terms, weights = weighted_terms(query)
     terms = terms[:MAX_WORDS]
     if not terms:
         return []
     documents = table(schema, "documents")
-    total = conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE acl_tokens && %s::text[]").format(documents),
-                         (list(visible),)).fetchone()  # fmt: skip
-    n_documents = int(total[0]) if total else 0
-    rows = conn.execute(sql.SQL(
-        "SELECT w.word, websearch_to_tsquery(%(config)s::regconfig, w.word)::text,"
-        " (SELECT count(*) FROM {} d WHERE d.tsv @@ websearch_to_tsquery(%(config)s::regconfig, w.word)"
-        "  AND d.acl_tokens && %(visible)s::text[])"
-        " FROM unnest(%(words)s::text[]) WITH ORDINALITY AS w(word, n) ORDER BY w.n"
-    ).format(documents), {"config": config, "visible": list(visible), "words": terms}).fetchall()
+    known = (counts or VisibleCounts()).entry(generation(conn, schema), visible)
+    if known.documents is None:
+        total = conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE acl_tokens && %s::text[]").format(documents),
+                             (list(visible),)).fetchone()  # fmt: skip
+        known.documents = int(total[0]) if total else 0
+    missing = list(dict.fromkeys(t for t in terms if t not in known.words))
+    if missing:
+        rows = conn.execute(sql.SQL(
+            "SELECT w.word, websearch_to_tsquery(%(config)s::regconfig, w.word)::text,"
+            " (SELECT count(*) FROM {} d WHERE d.tsv @@ websearch_to_tsquery(%(config)s::regconfig, w.word)"
+            "  AND d.acl_tokens && %(visible)s::text[])"
+            " FROM unnest(%(words)s::text[]) AS w(word)"
+        ).format(documents), {"config": config, "visible": list(visible), "words": missing}).fetchall()
+        known.words.update({str(word): (str(lexeme), int(holding)) for word, lexeme, holding in rows})
     found: dict[str, Lexeme] = {}
-    for word, lexeme, holding in rows:
-        if not lexeme or int(holding) == 0:  # a stop word, or no visible document holds it
+    for word in terms:
+        lexeme, holding = known.words[word]
+        if not lexeme or holding == 0:  # a stop word, or no visible document holds it
             continue
         weight = weights.get(word, 1.0)
-        idf = math.log1p((n_documents - int(holding) + 0.5) / (int(holding) + 0.5))
+        idf = math.log1p((known.documents - holding + 0.5) / (holding + 0.5))
         if lexeme not in found or weight > found[lexeme].weight:
-            found[lexeme] = Lexeme(word, lexeme, weight, idf)
+            found[lexeme] = Lexeme(word, lexeme, weight, idf, holding)
     return list(found.values())
 
 
+def candidate_words(words: Sequence[Lexeme], pool: int) -> list[Lexeme]:
+    """The words whose documents are the candidates: the rarest first while their counts add up to at most
+    `pool`, and at least the rarest; all of them when `pool` is 0. Their counts bound the pool's size
+    from above (a document holding two of them is counted twice)."""
+    rarest = sorted(words, key=lambda w: (w.holding, w.query))
+    if pool <= 0:
+        return rarest
+    chosen: list[Lexeme] = []
+    total = 0
+    for word in rarest:
+        total += word.holding
+        if chosen and total > pool:
+            break
+        chosen.append(word)
+    return chosen
+
+
 def ranked(conn: psycopg.Connection, schema: str, config: str, words: Sequence[Lexeme], visible: Sequence[str],
-           depth: int) -> list[Hit]:  # fmt: skip
-    """The caller's `depth` best documents for `words`, best first (ties by url)."""
+           depth: int, pool: int = CANDIDATE_POOL) -> list[Hit]:  # fmt: skip
+    """The caller's `depth` best documents for `words` among the candidates of `pool` (`candidate_words`),
+    best first (ties by url)."""
     if not words or depth <= 0:
         return []
+    candidates = candidate_words(words, pool)
     # One ts_rank per lexeme, each over the tsquery parsed once: PostgreSQL computes it for every matching
     # document, so nothing per row may be more than it must.
     terms = sql.SQL(" + ").join(
@@ -108,7 +197,7 @@ def ranked(conn: psycopg.Connection, schema: str, config: str, words: Sequence[L
         " ORDER BY score DESC, d.url LIMIT %(depth)s"
     ).format(columns=sql.SQL(", ").join(sql.Identifier("d", c) for c in _COLUMNS), terms=terms,
              documents=table(schema, "documents"))  # fmt: skip
-    rows = conn.execute(query, {"any": " | ".join(f"({w.query})" for w in words), "visible": list(visible),
+    rows = conn.execute(query, {"any": " | ".join(f"({w.query})" for w in candidates), "visible": list(visible),
                                 "depth": depth}).fetchall()  # fmt: skip
     return [Hit(int(row[0]), document(row[1:8]), float(row[8])) for row in rows]
 
