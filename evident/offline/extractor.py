@@ -58,7 +58,7 @@ class _Window:
 
 
 def _grow(
-    units: Sequence[Unit], anchor: int, used: set[int], relevant: set[int], whole: bool = False
+    units: Sequence[Unit], anchor: int, used: set[int], relevant: set[int], text: str, whole: bool = False
 ) -> tuple[int, int, int]:
     """Extend the anchor unit to a window of consecutive units that continue it (`whole`: every
     prose unit of its paragraph does): its first and last scored unit, and the last unit it quotes."""
@@ -84,10 +84,12 @@ def _grow(
             cap = MAX_LABELLED_WINDOW
     if a.label:
         cap = MAX_LABELLED_WINDOW
-    # A short paragraph is one thought: a sentence of it is quoted with the rest of it.
+    # A short paragraph of statements is one thought: a sentence of it is quoted with the rest of it. A
+    # question in it is a prompt ("Need more help? Contact ..."), not part of what it says.
     if a.kind == "prose" and not a.label:
         lo, hi = _paragraph(units, anchor)
-        if hi - lo + 1 <= SHORT_PARAGRAPH and not any(k in used for k in range(lo, hi + 1)):
+        if hi - lo + 1 <= SHORT_PARAGRAPH and not any(k in used for k in range(lo, hi + 1)) \
+                and not any(text[u.start : u.end].rstrip().endswith("?") for u in units[lo : hi + 1]):
             return lo, hi, hi
     while count < cap:
         k = _follows(units, first, last, used, relevant, whole)
@@ -265,7 +267,7 @@ def _windows(
         # window opening a section (the first unit under a heading or under the page title), which
         # starts a thought the sentences after it develop (docs/evaluation.md, rules 24, 48, 49).
         whole = d not in opened or units[d][i].depth == 1
-        first, last, end = _grow(units[d], i, used[d], relevant[d], whole=whole)
+        first, last, end = _grow(units[d], i, used[d], relevant[d], documents[d].content, whole=whole)
         lead = _opening_heading(units[d], first, used[d], documents[d].content)
         used[d].update(range(lead, end + 1))
         w = _window(scorer, units[d], d, first, last, i, end, lead)
