@@ -52,9 +52,11 @@ demo: install
 	$(BIN)/evident index examples/corpus
 	$(BIN)/evident ask "$(QUESTION)" --corpus examples/corpus
 
+# Two pytest-xdist workers (CI has 2 cores, and much of the e2e time is waiting on the servers the tests start),
+# a test file per worker at a time, so that a module's servers start once; `pytest -q` alone runs in one process.
 test: install-dev install-server lint
 	bash scripts/test-deps.sh
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # Types (mypy --strict with the pydantic plugin) over evident/, and lint (ruff) over the whole repository
 # (evident/, tests/, benchmarks/, scripts/), as configured in pyproject.toml.

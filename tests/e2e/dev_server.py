@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from tests.support import ports
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT_CONFIG = ROOT / "langgraph.json"
@@ -39,9 +40,8 @@ AEGRA_RECOVERY = {"LEASE_DURATION_SECONDS": "5", "HEARTBEAT_INTERVAL_SECONDS": "
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port for a server to bind (tests/support/ports.py: safe when xdist's workers start servers at once)."""
+    return ports.free_port()
 
 
 def _absolute(spec: str) -> str:

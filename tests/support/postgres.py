@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -20,16 +19,12 @@ from urllib.parse import quote
 import psycopg
 from psycopg import sql
 
+from tests.support import ports
+
 BIN = Path("/usr/lib/postgresql/15/bin")
 USER = "evident"
 # Characters a URI must escape, so the tests see the password survive parsing and never leak in any form.
 PASSWORD = "pg:S3cr@t/pw?x#1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -62,7 +57,7 @@ class PostgresServer:
         (folder / "pw").write_text(PASSWORD + "\n", encoding="utf-8")
         if os.geteuid() == 0:
             os.chown(folder / "pw", nobody.pw_uid, nobody.pw_gid)
-        server = cls(folder, _free_port())
+        server = cls(folder, ports.free_port())
         server._run("initdb", "-D", str(folder / "data"), "-U", USER, f"--pwfile={folder / 'pw'}",
                     "-A", "scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")  # fmt: skip
         server.resume()

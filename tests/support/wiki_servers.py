@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
+from tests.support import ports
+
 
 @dataclass
 class Request:
@@ -473,7 +475,7 @@ class RealMediaWiki:
         self.folder = folder
         self.pages = pages
         self.settings = folder / "LocalSettings.php"
-        self.port = _free_port()
+        self.port = ports.free_port()
         self.bot = BotAccount("Evident@reader", "0123456789abcdefghijklmnopqrstuv")
         self.bulk_bot = BotAccount("Evident@bulk", "vutsrqponmlkjihgfedcba9876543210")
         self._server: subprocess.Popen[bytes] | None = None
@@ -569,9 +571,3 @@ class RealMediaWiki:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
