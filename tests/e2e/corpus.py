@@ -4,8 +4,12 @@ code-word page of the deployments with authentication."""
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+
+from evident.web.auth import token_digest
 
 Q = "How many days do I have to submit an expense report after a trip?"
 # Words of the restricted page: none of them may reach a caller who is not an executive.
@@ -58,3 +62,11 @@ def server_env(root: Path, examples: Path, **extra: str) -> dict[str, str]:
     # EVIDENT_*, and each deployment would otherwise embed its index on its first query (~30 s here).
     return {"EVIDENT_CORPUS": os.pathsep.join([str(examples), str(hr)]),
             "EVIDENT_INDEX_DIR": str(root / "indexes"), "EVIDENT_EMBEDDINGS": "none", **extra}
+
+
+def tokens_file(path: Path, users: Mapping[str, tuple[str, list[str]]]) -> Path:
+    """A bearer-tokens file (`EVIDENT_AUTH_TOKENS_FILE`) at `path`: each token, stored as its SHA-256 digest,
+    for its (user, groups)."""
+    path.write_text(json.dumps([{"sha256": token_digest(token), "user": user, "groups": groups}
+                                for token, (user, groups) in users.items()]), encoding="utf-8")
+    return path

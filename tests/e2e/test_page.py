@@ -21,10 +21,9 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from evident.web.auth import token_digest
 from tests.e2e import dev_server
 from tests.e2e.chromium import WAIT_MS, Watched, ask, wait_for_result
-from tests.e2e.corpus import Q
+from tests.e2e.corpus import Q, tokens_file
 from tests.e2e.dev_server import DevServer
 from tests.support.llm import passages_reply
 from tests.support.openai_server import OpenAIServer, Reply
@@ -57,8 +56,7 @@ def served_hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServ
         'corpus = ["hostile"]\n\n[[sources]]\nname = "wiki"\ntype = "mediawiki"\n'
         f'url = "http://127.0.0.1:{closed}/w/api.php"\ntimeout_s = 5\n', encoding="utf-8")
     tokens = root / "tokens.json"
-    tokens.write_text(json.dumps([{"sha256": token_digest(TOKEN), "user": "pat", "groups": ["staff"]}]),
-                      encoding="utf-8")
+    tokens_file(tokens, {TOKEN: ("pat", ["staff"])})
     env = {"EVIDENT_CONFIG": str(root / "evident.toml"), "EVIDENT_INDEX_DIR": str(root / "indexes"),
            "EVIDENT_AUTH_TOKENS_FILE": str(tokens), "EVIDENT_EMBEDDINGS": "none"}
     with dev_server.running(root / "server", env=env) as server:

@@ -15,10 +15,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from evident.web.auth import token_digest
 from evident.web.feedback import MAX_COMMENT_CHARS
 from tests.e2e.chromium import DESKTOP, WAIT_MS, Watched, ask
-from tests.e2e.corpus import Q, server_env
+from tests.e2e.corpus import Q, server_env, tokens_file
 from tests.e2e.deployments import SERVERS, deployment
 from tests.e2e.dev_server import DevServer
 from tests.e2e.test_page import CONTRAST_JS, check_contrast, final_state, marks_by_span
@@ -307,8 +306,7 @@ def served_two_users(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
     """The examples behind a tokens file with two users, pat and sam, on `langgraph dev` and on Aegra."""
     root = tmp_path_factory.mktemp("served-two-users")
     tokens = root / "tokens.json"
-    tokens.write_text(json.dumps([{"sha256": token_digest(PAT), "user": "pat", "groups": []},
-                                  {"sha256": token_digest(SAM), "user": "sam", "groups": []}]), encoding="utf-8")
+    tokens_file(tokens, {PAT: ("pat", []), SAM: ("sam", [])})
     env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens))
     with deployment(request, root / "server", env) as server:
         yield server

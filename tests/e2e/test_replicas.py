@@ -32,10 +32,9 @@ from typing import Any
 import httpx
 import pytest
 
-from evident.web.auth import token_digest
 from evident.web.unavailable import DETAIL
 from tests.e2e import dev_server
-from tests.e2e.corpus import HR_PAGE, HR_QUERY, SECRET_WORD, Q, server_env
+from tests.e2e.corpus import HR_PAGE, HR_QUERY, SECRET_WORD, Q, server_env, tokens_file
 from tests.e2e.dev_server import DevServer
 from tests.support import nginx
 from tests.support.llm import echo_responder
@@ -91,8 +90,7 @@ def replicas(tmp_path_factory: pytest.TempPathFactory, examples: Path, postgres:
     (root / "hr-only").mkdir()
     (root / "hr-only" / "code-words.md").write_text(HR_PAGE, encoding="utf-8")
     tokens = root / "tokens.json"
-    tokens.write_text(json.dumps([{"sha256": token_digest(HANA), "user": "hana", "groups": ["hr"]},
-                                  {"sha256": token_digest(SAM), "user": "sam", "groups": ["staff"]}]), encoding="utf-8")
+    tokens_file(tokens, {HANA: ("hana", ["hr"]), SAM: ("sam", ["staff"])})
     slowed: list[ChatRequest] = []
     with OpenAIServer(model_reply(echo_responder(), slowed)) as model:
         env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens), EVIDENT_MODEL="test-model",

@@ -21,8 +21,7 @@ import httpx
 import jwt
 import pytest
 
-from evident.web.auth import token_digest
-from tests.e2e.corpus import HR_PAGE, HR_QUERY, SECRET_WORD, Q, server_env
+from tests.e2e.corpus import HR_PAGE, HR_QUERY, SECRET_WORD, Q, server_env, tokens_file
 from tests.e2e.deployments import SERVERS, deployment, detail
 from tests.e2e.dev_server import DevServer
 
@@ -83,9 +82,7 @@ def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     root = tmp_path_factory.mktemp("secured")
     (root / "hr-only").mkdir()
     (root / "hr-only" / "code-words.md").write_text(HR_PAGE, encoding="utf-8")
-    tokens = root / "tokens.json"
-    tokens.write_text(json.dumps([{"sha256": token_digest(t), "user": u, "groups": g}
-                                  for t, (u, g) in TOKENS.items()]), encoding="utf-8")
+    tokens = tokens_file(root / "tokens.json", TOKENS)
     key = root / "jwt.key"
     key.write_text(JWT_SECRET, encoding="utf-8")
     env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens), EVIDENT_JWT_KEY_FILE=str(key),

@@ -19,10 +19,9 @@ from typing import Any
 import httpx
 import pytest
 
-from evident.web.auth import token_digest
 from evident.web.routes import ALLOWED
 from tests.e2e import dev_server
-from tests.e2e.corpus import SECRET_MARKERS, Q, server_env
+from tests.e2e.corpus import SECRET_MARKERS, Q, server_env, tokens_file
 from tests.e2e.deployments import SERVERS, deployment
 from tests.e2e.dev_server import DevServer
 
@@ -46,9 +45,7 @@ def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     (root / "exec-only").mkdir()
     (root / "exec-only" / "exec-expenses.md").write_text(PROBE_PAGE, encoding="utf-8")
     tokens = root / "tokens.json"
-    tokens.write_text(json.dumps([{"sha256": token_digest(ALICE), "user": "alice", "groups": ["executives"]},
-                                  {"sha256": token_digest(BOB), "user": "bob", "groups": ["staff"]}]),
-                      encoding="utf-8")
+    tokens_file(tokens, {ALICE: ("alice", ["executives"]), BOB: ("bob", ["staff"])})
     env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens))
     env["EVIDENT_CORPUS"] = os.pathsep.join([env["EVIDENT_CORPUS"], str(root / "exec-only")])
     with deployment(request, root / "server", env) as server:
@@ -284,8 +281,7 @@ HOSTILE_IDS = {"scheme-relative.md": "//evil.test/x", "unc.md": "\\\\evil\\share
 
 def _deployment(root: Path, examples: Path, extra: dict[str, str]) -> Iterator[DevServer]:
     tokens = root / "tokens.json"
-    tokens.write_text(json.dumps([{"sha256": token_digest(BOB), "user": "bob", "groups": ["staff"]}]),
-                      encoding="utf-8")
+    tokens_file(tokens, {BOB: ("bob", ["staff"])})
     env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens))
     env["EVIDENT_CORPUS"] = os.pathsep.join([env["EVIDENT_CORPUS"], *extra.values()])
     with dev_server.running(root / "server", env=env) as server:
