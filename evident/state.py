@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, NotRequired, Required, TypeVar
 
 from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph.message import add_messages
+from langgraph.types import Overwrite
 from typing_extensions import TypedDict
 
 from evident.context import Mode
@@ -42,25 +43,12 @@ def merge_extractions(left: list[BatchExtraction] | None, right: list[BatchExtra
         return []
     return [*(left or []), *right]
 
-class _Fresh(list[_T]):
-    """A list that replaces what its channel holds instead of being appended to (a query's start).
-    A plain list to everything else: stream consumers and JSON see the values, not a wrapper."""
-
-
-class _FreshTimings(dict[str, float]):
-    """The timings of a query's first step: they replace the previous query's."""
-
-
 def per_query(left: list[_T] | None, right: list[_T] | None) -> list[_T]:
-    """State reducer: the items of the query's steps add up; the query's first step starts afresh."""
-    if isinstance(right, _Fresh):
-        return list(right)
+    """State reducer: the items of the query's steps add up (its first step starts afresh with `Overwrite`)."""
     return [*(left or []), *(right or [])]
 
 
 def merge_timings(left: dict[str, float] | None, right: dict[str, float] | None) -> dict[str, float]:
-    if isinstance(right, _FreshTimings):
-        return dict(right)
     return {**(left or {}), **(right or {})}
 
 
@@ -97,7 +85,7 @@ class OutputState(Outcome, total=False):
     mode: Mode | Unset
     documents: list[SourceDocument]
     retrieved: list[RetrievedRef]
-    source_errors: Annotated[list[SourceError], per_query]
+    source_errors: list[SourceError]  # `retrieve` alone writes them
     source_runs: list[SourceRun]  # per source: status, documents kept, latency (hidden ones: traces only)
     model_errors: Annotated[list[SourceError], per_query]
     notes: list[str]  # what the run ignored in its request (e.g. a body principal on the server)
@@ -120,7 +108,8 @@ class EvidentState(OutputState, total=False):
 
 
 class Timed(TypedDict, total=False):
-    timings_ms: dict[str, float]  # the step's own time, under its name
+    # The step's own time, under its name; a query's first step replaces the previous query's (`Overwrite`).
+    timings_ms: dict[str, float] | Overwrite
 
 
 class RewriteUpdate(Timed, total=False):
@@ -161,7 +150,7 @@ class QueryStart(AlignUpdate, Outcome, total=False):
     passages: list[Passage]
     extractions: list[BatchExtraction] | None
     extraction_notes: list[str]
-    model_errors: list[SourceError]
+    model_errors: list[SourceError] | Overwrite
     principal: Principal | dict[str, Any] | None
     documents: list[SourceDocument]
     retrieved: list[RetrievedRef]
@@ -203,11 +192,10 @@ _PER_QUERY: QueryStart = {
 def start_of_query(update: QueryStart) -> QueryStart:
     """The first node's `update`, completed so that nothing of a previous query on the same thread
     (a checkpointed thread, a server's thread) survives: every per-query field not in `update` is
-    emptied, and the accumulating ones (`source_errors`, `model_errors`, ...) are replaced, not
+    emptied, and the accumulating ones (`model_errors`, `timings_ms`) are replaced (`Overwrite`), not
     appended to."""
     out: QueryStart = {**copy.deepcopy(_PER_QUERY), **update}
-    out["source_errors"] = _Fresh(out.get("source_errors") or [])
-    out["model_errors"] = _Fresh(out.get("model_errors") or [])
+    out["model_errors"] = Overwrite(out.get("model_errors") or [])
     out["extractions"] = None  # merge_extractions empties the list on None
-    out["timings_ms"] = _FreshTimings(out.get("timings_ms") or {})
+    out["timings_ms"] = Overwrite(out.get("timings_ms") or {})
     return out

@@ -38,8 +38,16 @@ def _get(item: Any, key: str, default: Any = None) -> Any:
     return getattr(item, key, default)
 
 
+def _written(value: Any) -> Any:
+    """A value as a node wrote it: unwrapped from LangGraph's `Overwrite` (a query's first step replaces what
+    accumulates), or from its JSON form in a served stream."""
+    if isinstance(value, Mapping) and value.get("type") == "__overwrite__" and "value" in value:
+        return value["value"]
+    return value.value if type(value).__name__ == "Overwrite" else value
+
+
 def _items(update: Mapping[str, Any] | None, key: str) -> list[Any]:
-    value = (update or {}).get(key)
+    value = _written((update or {}).get(key))
     return list(value) if isinstance(value, (list, tuple)) else []
 
 
@@ -49,7 +57,7 @@ def _errors(items: Iterable[Any]) -> list[dict[str, str]]:
 
 
 def _latency(update: Mapping[str, Any] | None, node: str) -> float | None:
-    timings = (update or {}).get("timings_ms") or {}
+    timings = _written((update or {}).get("timings_ms")) or {}
     value = timings.get(node) if isinstance(timings, Mapping) else None
     return float(value) if isinstance(value, (int, float)) else None
 

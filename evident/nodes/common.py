@@ -56,7 +56,9 @@ def timed(name: str, update: Timed) -> Iterator[None]:
     try:
         yield
     finally:
-        update.setdefault("timings_ms", {})[name] = round((time.perf_counter() - start) * 1000, 2)
+        timings = update.get("timings_ms")
+        took = round((time.perf_counter() - start) * 1000, 2)
+        update["timings_ms"] = {**(timings if isinstance(timings, dict) else {}), name: took}
 
 
 StateT = TypeVar("StateT")
