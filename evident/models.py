@@ -92,3 +92,5 @@ class BatchExtraction(BaseModel):
     note: str = ""
     rung: str = Field("", description="the request shape whose reply was read: json_schema, function_calling, "
                       "json_mode or text")
+    tokens: dict[str, int] | None = Field(None, description="the model tokens of this call, as the model reported "
+                                          "them: {calls, input_tokens, output_tokens, total_tokens}")

@@ -16,6 +16,7 @@ __all__ = ["build_graph", "graph"]
 
 def __getattr__(name: str) -> object:
     if name in __all__:
+        # On first use, not at import: the CLI imports `evident.graph.tracing` without paying for LangGraph.
         from evident.graph import builder
 
         return getattr(builder, name)

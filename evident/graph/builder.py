@@ -15,12 +15,15 @@ model's context budget (LangGraph `Send`, run in parallel), and `extract` merges
 
 A retrieval error (bad input, a refused conversation included) goes straight to `postprocess`.
 
-Every node is traced as its own run named after it; `instrument` (evident/graph/instrument.py) adds
-a summary of the step to that run's metadata whenever a tracer listens (docs/serving.md).
+Every node is a function `(state, runtime) -> update`; what `build_graph` is given reaches them as one
+`GraphParts` (evident/nodes/parts.py), bound with `functools.partial`. Every node is traced as its own run
+named after it; `instrument` (evident/graph/instrument.py) adds a summary of the step to that run's
+metadata whenever a tracer listens (docs/serving.md).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -28,15 +31,15 @@ from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from evident.connectors.retrievers import RetrieverFactory
+from evident.connectors.retrievers import RetrieverFactory, default_retriever
 from evident.context import ContextWithDefaults, EvidentContext, file_defaults
 from evident.embeddings import DEFAULT_EMBEDDINGS, EmbeddingsFactory, GraphEmbeddings
-from evident.graph.instrument import instrumented
+from evident.graph.instrument import instrument
 from evident.llm.batching import TokenCounter
 from evident.llm.models import DEFAULT_MODELS, Models
 from evident.nodes.align import align, route_after_align
-from evident.nodes.extract import make_extract_nodes
-from evident.nodes.generate import make_generate
+from evident.nodes.extract import extract, extract_batch, route_extraction
+from evident.nodes.generate import generate
 from evident.nodes.insufficient import insufficient
 from evident.nodes.names import (
     ALIGN,
@@ -49,9 +52,11 @@ from evident.nodes.names import (
     REWRITE,
     VERIFY,
 )
+from evident.nodes.parts import GraphParts
 from evident.nodes.postprocess import postprocess
-from evident.nodes.retrieve import make_retrieve
-from evident.nodes.rewrite import make_rewrite
+from evident.nodes.retrieve import retrieve
+from evident.nodes.rewrite import rewrite
+from evident.nodes.runs import NODE_RUNS
 from evident.nodes.verify import verify
 from evident.state import EvidentState, InputState, OutputState
 
@@ -90,27 +95,29 @@ def build_graph(
     if retriever is not None and retriever_factory is not None:
         raise ValueError("pass either retriever or retriever_factory, not both")
     given = retriever
-    factory: RetrieverFactory | None = (lambda _ctx: given) if given is not None else retriever_factory
+    parts = GraphParts(
+        retriever=(lambda _ctx: given) if given is not None else retriever_factory or default_retriever,
+        models=DEFAULT_MODELS if chat_model is None else Models(chat_model),
+        embeddings=DEFAULT_EMBEDDINGS if embeddings is None else GraphEmbeddings(embeddings),
+        token_counter=token_counter,
+    )
     file_defaults()  # read evident.toml now, not inside a server's event loop (see ContextWithDefaults)
     # Input and output both hold `messages`: what LangGraph Studio needs to offer its chat view.
     builder = StateGraph[EvidentState, EvidentContext, InputState, OutputState](
         EvidentState, input_schema=InputState, output_schema=OutputState, context_schema=ContextWithDefaults)
-    models = DEFAULT_MODELS if chat_model is None else Models(chat_model)
-    meaning = DEFAULT_EMBEDDINGS if embeddings is None else GraphEmbeddings(embeddings)
-    route_extraction, extract_batch, extract = make_extract_nodes(models, token_counter)
-    traced = instrumented(models, token_counter, meaning)
-    builder.add_node(REWRITE, traced(REWRITE, make_rewrite(models)))
-    builder.add_node(RETRIEVE, traced(RETRIEVE, make_retrieve(factory, meaning)))
-    builder.add_node(EXTRACT_BATCH, traced(EXTRACT_BATCH, extract_batch))
-    builder.add_node(EXTRACT, traced(EXTRACT, extract))
-    builder.add_node(ALIGN, traced(ALIGN, align))
-    builder.add_node(INSUFFICIENT, traced(INSUFFICIENT, insufficient))
-    builder.add_node(GENERATE, traced(GENERATE, make_generate(models)))
-    builder.add_node(VERIFY, traced(VERIFY, verify))
-    builder.add_node(POSTPROCESS, traced(POSTPROCESS, postprocess))
+    builder.add_node(REWRITE, instrument(REWRITE, partial(rewrite, parts=parts), parts))
+    builder.add_node(RETRIEVE, instrument(RETRIEVE, partial(retrieve, parts=parts), parts))
+    builder.add_node(EXTRACT_BATCH, instrument(EXTRACT_BATCH, partial(extract_batch, parts=parts), parts))
+    builder.add_node(EXTRACT, instrument(EXTRACT, partial(extract, parts=parts), parts))
+    builder.add_node(ALIGN, instrument(ALIGN, align, parts))
+    builder.add_node(INSUFFICIENT, instrument(INSUFFICIENT, insufficient, parts))
+    builder.add_node(GENERATE, instrument(GENERATE, partial(generate, parts=parts), parts))
+    builder.add_node(VERIFY, instrument(VERIFY, verify, parts))
+    builder.add_node(POSTPROCESS, instrument(POSTPROCESS, postprocess, parts))
     builder.add_edge(START, REWRITE)
     builder.add_edge(REWRITE, RETRIEVE)
-    builder.add_conditional_edges(RETRIEVE, route_extraction, [EXTRACT_BATCH, EXTRACT, POSTPROCESS])
+    builder.add_conditional_edges(RETRIEVE, partial(route_extraction, parts=parts),
+                                  [EXTRACT_BATCH, EXTRACT, POSTPROCESS])
     builder.add_edge(EXTRACT_BATCH, EXTRACT)
     builder.add_edge(EXTRACT, ALIGN)
     builder.add_conditional_edges(ALIGN, route_after_align, [GENERATE, INSUFFICIENT])
@@ -119,8 +126,10 @@ def build_graph(
     builder.add_edge(INSUFFICIENT, POSTPROCESS)
     builder.add_edge(POSTPROCESS, END)
     # LangGraph's default thread pool holds min(32, CPUs + 4) threads: on a small machine it would run
-    # the extraction batches in waves. Allow all of them (max_extract_batches) at once.
-    return builder.compile(name=name, checkpointer=checkpointer).with_config(max_concurrency=MAX_PARALLEL_TASKS)
+    # the extraction batches in waves. Allow all of them (max_extract_batches) at once. `NODE_RUNS` hands
+    # each node the metadata of its run, for tracers other than LangSmith's (evident/nodes/runs.py).
+    compiled = builder.compile(name=name, checkpointer=checkpointer)
+    return compiled.with_config(max_concurrency=MAX_PARALLEL_TASKS, callbacks=[NODE_RUNS])
 
 
 graph = build_graph()

@@ -66,6 +66,14 @@ def _usage(usage: Mapping[str, int] | None) -> dict[str, int] | None:
     return dict(usage) if usage else None
 
 
+def _added_up(batches: list[Any]) -> dict[str, int] | None:
+    """The model tokens of a query's extraction batches, added up."""
+    total: Counter[str] = Counter()
+    for batch in batches:
+        total.update(_get(batch, "tokens", None) or {})
+    return dict(total) or None
+
+
 # -- one summariser per node ------------------------------------------------------------------------
 
 
@@ -119,8 +127,7 @@ def _prompt_tokens(documents: list[Any], counter: TokenCounter | None) -> int | 
 
 
 def _extract_batch(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None,
-                   model: str | None = None, usage: Mapping[str, int] | None = None,
-                   counter: TokenCounter | None = None, **_: Any) -> Summary:
+                   model: str | None = None, counter: TokenCounter | None = None, **_: Any) -> Summary:
     (batch,) = _items(update, "extractions")[:1] or [None]
     docs = list(_get(batch, "documents", None) or (state or {}).get("documents") or [])
     passages = list(_get(batch, "passages", None) or [])
@@ -129,13 +136,12 @@ def _extract_batch(update: Mapping[str, Any], *, state: Mapping[str, Any] | None
         "documents": len(docs), "urls": list(dict.fromkeys(str(_get(d, "url", "")) for d in docs)),
         "passages": len(passages), "failed": bool(_get(batch, "failed", False)),
         "note": str(_get(batch, "note", "") or ""), "rung": str(_get(batch, "rung", "") or ""), "model": model,
-        "prompt_tokens_estimate": _prompt_tokens(docs, counter), "tokens": _usage(usage),
+        "prompt_tokens_estimate": _prompt_tokens(docs, counter), "tokens": _usage(_get(batch, "tokens", None)),
         "model_errors": _errors(_items(update, "model_errors")),
     }
 
 
-def _extract(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None,
-             model: str | None = None, usage: Mapping[str, int] | None = None,
+def _extract(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None, model: str | None = None,
              counter: TokenCounter | None = None, budget: int | None = None, **_: Any) -> Summary:
     passages = _items(update, "passages")
     batches = sorted(_items(state, "extractions"), key=lambda b: _get(b, "batch", 0) or 0)
@@ -162,7 +168,7 @@ def _extract(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = Non
             batch_documents=[len(_get(b, "documents", None) or []) for b in batches],
             batch_prompt_tokens_estimate=[_prompt_tokens(list(_get(b, "documents", None) or []), counter)
                                           for b in batches],
-            context_budget_tokens=budget, tokens=_usage(usage),
+            context_budget_tokens=budget, tokens=_added_up(batches),
             rungs=[str(_get(b, "rung", "") or "") for b in batches],
             extraction_notes=[str(n) for n in update.get("extraction_notes") or []],
         )

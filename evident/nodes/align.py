@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from langgraph.runtime import Runtime
+
 from evident.alignment import align as align_passages
 from evident.alignment.evidence import drop_non_evidence
-from evident.context import run_settings
-from evident.nodes.common import NodeRuntime, timed
+from evident.context import EvidentContext, run_settings
+from evident.nodes.common import timed
 from evident.nodes.names import ALIGN, GENERATE, INSUFFICIENT
 from evident.state import AlignUpdate, EvidentState
 
 
-def align(state: EvidentState, runtime: NodeRuntime = None) -> AlignUpdate:
+def align(state: EvidentState, runtime: Runtime[EvidentContext]) -> AlignUpdate:
     ctx = run_settings(runtime)
     update: AlignUpdate = {}
     with timed(ALIGN, update):
@@ -25,6 +29,6 @@ def align(state: EvidentState, runtime: NodeRuntime = None) -> AlignUpdate:
     return update
 
 
-def route_after_align(state: EvidentState) -> str:
+def route_after_align(state: EvidentState) -> Literal["generate", "insufficient"]:
     """The short-circuit of DESIGN §2: no verified passage, no generation."""
     return GENERATE if state.get("verified") else INSUFFICIENT

@@ -7,10 +7,9 @@ request to the settings it may set.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
@@ -18,8 +17,6 @@ from langgraph.runtime import Runtime
 from evident.context import EvidentContext
 from evident.models import Principal
 from evident.state import Timed
-
-NodeRuntime = Runtime[EvidentContext] | None  # None: a node called directly, outside a graph run
 
 
 def _field(user: Any, key: str) -> Any:
@@ -31,7 +28,7 @@ def _field(user: Any, key: str) -> Any:
     return getattr(user, key, None)
 
 
-def authenticated_principal(runtime: NodeRuntime, config: RunnableConfig | None) -> Principal:
+def authenticated_principal(runtime: Runtime[EvidentContext], config: RunnableConfig | None) -> Principal:
     """A served run's principal: the user the server authenticated (`langgraph_auth_user` of the
     run's config; a JSON copy of it on a database-backed server), never the request body.
     Anonymous callers (no authentication configured) get the empty principal: public documents."""
@@ -59,19 +56,3 @@ def timed(name: str, update: Timed) -> Iterator[None]:
         timings = update.get("timings_ms")
         took = round((time.perf_counter() - start) * 1000, 2)
         update["timings_ms"] = {**(timings if isinstance(timings, dict) else {}), name: took}
-
-
-StateT = TypeVar("StateT")
-UpdateT = TypeVar("UpdateT", bound=Mapping[str, Any])
-
-
-@dataclass(frozen=True)
-class Dual(Generic[StateT, UpdateT]):
-    """A node with a blocking implementation for `invoke` and an asyncio one for `ainvoke` (otherwise a
-    node runs in a worker thread under `ainvoke`). Called directly, it is the blocking one."""
-
-    sync: Callable[[StateT, NodeRuntime], UpdateT]
-    asynchronous: Callable[[StateT, NodeRuntime], Awaitable[UpdateT]]
-
-    def __call__(self, state: StateT, runtime: NodeRuntime = None) -> UpdateT:
-        return self.sync(state, runtime)

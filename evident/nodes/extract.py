@@ -10,8 +10,10 @@ deterministic lexical extractor over all documents, as before.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
+from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from evident.alignment import nfkc_casefold
@@ -19,12 +21,13 @@ from evident.alignment.models import Passage, SourceDocument
 from evident.context import EvidentContext, run_settings
 from evident.conversation.messages import earlier_turns
 from evident.conversation.rule import condense
-from evident.llm.batching import TokenCounter, extraction_budget, make_counter, plan_batches
+from evident.llm.batching import extraction_budget, plan_batches
 from evident.llm.failures import ModelFailure, describe_failure
-from evident.llm.models import DEFAULT_MODELS, Models
+from evident.llm.usage import counting_tokens
 from evident.models import BatchExtraction
-from evident.nodes.common import NodeRuntime, timed
+from evident.nodes.common import timed
 from evident.nodes.names import EXTRACT, EXTRACT_BATCH, POSTPROCESS, batch_timing
+from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.offline.answerability import AnswerGate
 from evident.offline.extractor import extract_passages
 from evident.prompts.render import render_document
@@ -32,9 +35,6 @@ from evident.state import EvidentState, ExtractBatch, ExtractUpdate
 
 OFFLINE_FALLBACK = "used the offline extractor"
 log = logging.getLogger(__name__)
-Route = Callable[[EvidentState, NodeRuntime], str | list[Send]]
-ExtractBatchNode = Callable[[ExtractBatch, NodeRuntime], ExtractUpdate]
-ExtractNode = Callable[[EvidentState, NodeRuntime], ExtractUpdate]
 
 
 def _key(url: str, text: str) -> tuple[str, str]:
@@ -86,96 +86,96 @@ def _offline(state: EvidentState, docs: Sequence[SourceDocument], ctx: EvidentCo
                             semantic_weight=ctx.semantic_weight, gate=gate)
 
 
-def make_extract_nodes(
-    models: Models, token_counter: TokenCounter | None = None
-) -> tuple[Route, ExtractBatchNode, ExtractNode]:
-    """(route_extraction, extract_batch, extract) bound to one source of chat models."""
+def route_extraction(
+    state: EvidentState, runtime: Runtime[EvidentContext], *, parts: GraphParts = DEFAULT_PARTS
+) -> Literal["extract", "postprocess"] | list[Send]:
+    """After retrieve: stop on an error, fan out to the model, or extract offline."""
+    if state.get("status") == "error":
+        return POSTPROCESS
+    ctx = run_settings(runtime)
+    models = parts.models
+    docs = state.get("documents") or []
+    if not docs or not models.enabled(ctx):
+        return EXTRACT
+    try:
+        models.get(ctx, "extract")  # a configuration problem is reported once, by `extract`
+    except Exception:
+        return EXTRACT
+    try:
+        count = parts.counter(ctx)
+        batches = plan_batches(docs, budget=extraction_budget(ctx, count), count=count,
+                               render=render_document, max_batches=ctx.max_extract_batches)
+    except Exception:  # a broken (injected) token counter must not fail the query
+        log.warning("planning extraction batches failed; one batch per document", exc_info=True)
+        batches = [[d] for d in docs[: ctx.max_extract_batches]]  # the rest: drops.BATCH_CAP
+    return [
+        Send(EXTRACT_BATCH, ExtractBatch(query=state["query"], batch=i, of=len(batches), documents=batch))
+        for i, batch in enumerate(batches, 1)
+    ] or EXTRACT
 
-    def counter(ctx: EvidentContext) -> TokenCounter:
-        return token_counter or make_counter(ctx)
 
-    def route_extraction(state: EvidentState, runtime: NodeRuntime = None) -> str | list[Send]:
-        """After retrieve: stop on an error, fan out to the model, or extract offline."""
-        if state.get("status") == "error":
-            return POSTPROCESS
-        ctx = run_settings(runtime)
-        docs = state.get("documents") or []
-        if not docs or not models.enabled(ctx):
-            return EXTRACT
+def extract_batch(
+    payload: ExtractBatch, runtime: Runtime[EvidentContext], *, parts: GraphParts = DEFAULT_PARTS
+) -> ExtractUpdate:
+    """One extraction call over one batch (a `Send` task)."""
+    # Here, not at the top: the model call brings LangChain's prompt templates, which the
+    # offline path (every `evident ask` without a model) never uses and should not load.
+    from evident.llm.extraction import extract_with_model
+
+    ctx = run_settings(runtime)
+    models = parts.models
+    i, of = int(payload["batch"]), int(payload["of"])
+    docs = list(payload["documents"])
+    update: ExtractUpdate = {}
+    with timed(batch_timing(i), update), counting_tokens() as usage:
         try:
-            models.get(ctx, "extract")  # a configuration problem is reported once, by `extract`
-        except Exception:
-            return EXTRACT
-        try:
-            count = counter(ctx)
-            batches = plan_batches(docs, budget=extraction_budget(ctx, count), count=count,
-                                   render=render_document, max_batches=ctx.max_extract_batches)
-        except Exception:  # a broken (injected) token counter must not fail the query
-            log.warning("planning extraction batches failed; one batch per document", exc_info=True)
-            batches = [[d] for d in docs[: ctx.max_extract_batches]]  # the rest: drops.BATCH_CAP
-        return [
-            Send(EXTRACT_BATCH, ExtractBatch(query=state["query"], batch=i, of=len(batches), documents=batch))
-            for i, batch in enumerate(batches, 1)
-        ] or EXTRACT
+            passages, note, rung = extract_with_model(models.get(ctx, "extract"), ctx, payload["query"], docs)
+            result = BatchExtraction(batch=i, of=of, documents=docs, passages=passages, note=note, rung=rung,
+                                     tokens=usage.as_dict())
+        except Exception as exc:  # any model failure degrades this batch, never the query
+            failure = describe_failure(exc, ctx)
+            step = f"{EXTRACT} (batch {i} of {of})" if of > 1 else EXTRACT
+            update["model_errors"] = [failure.to_error(models.name(ctx), step, OFFLINE_FALLBACK)]
+            result = BatchExtraction(batch=i, of=of, documents=docs, failed=True, note=failure.message,
+                                     tokens=usage.as_dict())
+    update["extractions"] = [result]
+    return update
 
-    def extract_batch(payload: ExtractBatch, runtime: NodeRuntime = None) -> ExtractUpdate:
-        """One extraction call over one batch (a `Send` task)."""
-        # Here, not at the top: the model call brings LangChain's prompt templates, which the
-        # offline path (every `evident ask` without a model) never uses and should not load.
-        from evident.llm.extraction import extract_with_model
 
-        ctx = run_settings(runtime)
-        i, of = int(payload["batch"]), int(payload["of"])
-        docs = list(payload["documents"])
-        update: ExtractUpdate = {}
-        with timed(batch_timing(i), update):
+def extract(
+    state: EvidentState, runtime: Runtime[EvidentContext], *, parts: GraphParts = DEFAULT_PARTS
+) -> ExtractUpdate:
+    ctx = run_settings(runtime)
+    models = parts.models
+    update: ExtractUpdate = {}
+    docs = state.get("documents") or []
+    with timed(EXTRACT, update):
+        if not models.enabled(ctx):
+            update["passages"] = _offline(state, docs, ctx) if docs else []
+            return update
+        update.update({"mode": "llm", "extractions": None})
+        batches = sorted(state.get("extractions") or [], key=lambda b: b.batch)
+        if docs and not batches:
+            # The router found no usable model: say why once, answer this step offline.
             try:
-                passages, note, rung = extract_with_model(models.get(ctx, "extract"), ctx, payload["query"], docs)
-                result = BatchExtraction(batch=i, of=of, documents=docs, passages=passages, note=note, rung=rung)
-            except Exception as exc:  # any model failure degrades this batch, never the query
-                failure = describe_failure(exc, ctx)
-                step = f"{EXTRACT} (batch {i} of {of})" if of > 1 else EXTRACT
-                update["model_errors"] = [failure.to_error(models.name(ctx), step, OFFLINE_FALLBACK)]
-                result = BatchExtraction(batch=i, of=of, documents=docs, failed=True, note=failure.message)
-        update["extractions"] = [result]
-        return update
-
-    def extract(state: EvidentState, runtime: NodeRuntime = None) -> ExtractUpdate:
-        ctx = run_settings(runtime)
-        update: ExtractUpdate = {}
-        docs = state.get("documents") or []
-        with timed(EXTRACT, update):
-            if not models.enabled(ctx):
-                update["passages"] = _offline(state, docs, ctx) if docs else []
-                return update
-            update.update({"mode": "llm", "extractions": None})
-            batches = sorted(state.get("extractions") or [], key=lambda b: b.batch)
-            if docs and not batches:
-                # The router found no usable model: say why once, answer this step offline.
-                try:
-                    models.get(ctx, "extract")
-                    reason = ModelFailure("model", "no extraction call was made")
-                except Exception as exc:
-                    reason = describe_failure(exc, ctx)
-                update["model_errors"] = [reason.to_error(models.name(ctx), EXTRACT, OFFLINE_FALLBACK)]
-                update["passages"] = _offline(state, docs, ctx)
-                return update
-            # Which request shape each call used and how its reply was read (docs/llm.md).
-            update["extraction_notes"] = [
-                (f"batch {b.batch} of {b.of}: " if b.of > 1 else "") + ("failed: " if b.failed else "") + b.note
-                for b in batches
-            ]
-            groups = [b.passages for b in batches if not b.failed]
-            failed = [b for b in batches if b.failed]
-            if failed:
-                # Every batch failed: exactly the offline engine's passages. Some failed: the offline
-                # extractor reads just the text those calls could not.
-                offline_docs = docs if len(failed) == len(batches) else [d for b in failed for d in b.documents]
-                groups.append(_offline(state, offline_docs, ctx))
-            update["passages"] = merge_passages(groups)
-        return update
-
-    return route_extraction, extract_batch, extract
-
-
-route_extraction, extract_batch, extract = make_extract_nodes(DEFAULT_MODELS)
+                models.get(ctx, "extract")
+                reason = ModelFailure("model", "no extraction call was made")
+            except Exception as exc:
+                reason = describe_failure(exc, ctx)
+            update["model_errors"] = [reason.to_error(models.name(ctx), EXTRACT, OFFLINE_FALLBACK)]
+            update["passages"] = _offline(state, docs, ctx)
+            return update
+        # Which request shape each call used and how its reply was read (docs/llm.md).
+        update["extraction_notes"] = [
+            (f"batch {b.batch} of {b.of}: " if b.of > 1 else "") + ("failed: " if b.failed else "") + b.note
+            for b in batches
+        ]
+        groups = [b.passages for b in batches if not b.failed]
+        failed = [b for b in batches if b.failed]
+        if failed:
+            # Every batch failed: exactly the offline engine's passages. Some failed: the offline
+            # extractor reads just the text those calls could not.
+            offline_docs = docs if len(failed) == len(batches) else [d for b in failed for d in b.documents]
+            groups.append(_offline(state, offline_docs, ctx))
+        update["passages"] = merge_passages(groups)
+    return update

@@ -10,18 +10,19 @@ sentences a verified passage supports. Offline mode: the composer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
+
+from langgraph.runtime import Runtime
 
 from evident.context import EvidentContext, run_settings
 from evident.conversation.messages import earlier_answers
 from evident.conversation.said import fresh_passages, said_text
 from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
-from evident.llm.models import DEFAULT_MODELS, Models
 from evident.llm.replies import refusal_of, text_of
 from evident.llm.servers import server_slot
-from evident.nodes.common import NodeRuntime, timed
+from evident.nodes.common import timed
 from evident.nodes.names import GENERATE
+from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.offline.composer import compose_answer
 from evident.prompts.render import render_passages
 from evident.state import DraftUpdate, EvidentState
@@ -55,25 +56,21 @@ def generate_with_model(model: Any, ctx: EvidentContext, state: EvidentState) ->
     return draft
 
 
-def make_generate(models: Models) -> Callable[[EvidentState, NodeRuntime], DraftUpdate]:
-    def generate(state: EvidentState, runtime: NodeRuntime = None) -> DraftUpdate:
-        ctx = run_settings(runtime)
-        update: DraftUpdate = {}
-        with timed(GENERATE, update):
-            if models.enabled(ctx):
-                try:
-                    update["draft"] = generate_with_model(models.get(ctx, "generate"), ctx, state)
-                    update["generated_by"] = "model"
-                    return update
-                except Exception as exc:  # any model failure degrades this step, never the query
-                    failure = describe_failure(exc, ctx)
-                    update["model_errors"] = [failure.to_error(models.name(ctx), GENERATE, OFFLINE_FALLBACK)]
-            said = earlier_answers(state.get("messages") or [])
-            update["draft"] = compose_answer(state["query"], state.get("verified") or [], said=said)
-            update["generated_by"] = "offline"
-        return update
-
-    return generate
-
-
-generate = make_generate(DEFAULT_MODELS)
+def generate(
+    state: EvidentState, runtime: Runtime[EvidentContext], *, parts: GraphParts = DEFAULT_PARTS
+) -> DraftUpdate:
+    ctx = run_settings(runtime)
+    update: DraftUpdate = {}
+    with timed(GENERATE, update):
+        if parts.models.enabled(ctx):
+            try:
+                update["draft"] = generate_with_model(parts.models.get(ctx, "generate"), ctx, state)
+                update["generated_by"] = "model"
+                return update
+            except Exception as exc:  # any model failure degrades this step, never the query
+                failure = describe_failure(exc, ctx)
+                update["model_errors"] = [failure.to_error(parts.models.name(ctx), GENERATE, OFFLINE_FALLBACK)]
+        said = earlier_answers(state.get("messages") or [])
+        update["draft"] = compose_answer(state["query"], state.get("verified") or [], said=said)
+        update["generated_by"] = "offline"
+    return update

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from langgraph.runtime import Runtime
+
+from evident.context import EvidentContext
 from evident.models import INSUFFICIENT_ANSWER
-from evident.nodes.common import NodeRuntime
 from evident.state import DraftUpdate, EvidentState
 
 
-def insufficient(state: EvidentState, runtime: NodeRuntime = None) -> DraftUpdate:
+def insufficient(state: EvidentState, runtime: Runtime[EvidentContext]) -> DraftUpdate:
     return {"draft": INSUFFICIENT_ANSWER, "citations": []}

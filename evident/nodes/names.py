@@ -17,8 +17,6 @@ POSTPROCESS: Final = "postprocess"
 
 # In the order a query meets them.
 NODES: Final = (REWRITE, RETRIEVE, EXTRACT_BATCH, EXTRACT, ALIGN, INSUFFICIENT, GENERATE, VERIFY, POSTPROCESS)
-# Nodes whose model calls are counted; `extract` adds up the counts of its `extract_batch` tasks.
-MODEL_NODES: Final = frozenset({EXTRACT_BATCH, GENERATE})
 
 
 def batch_timing(batch: object) -> str:

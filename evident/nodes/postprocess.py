@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from langgraph.runtime import Runtime
+
 from evident.citations.answer import apply_glossary, known_ids, parse_answer, render_answer, resolve_citation, units_of
 from evident.citations.support import GeneratedSentenceSupport
 from evident.connectors.chunks import cited_in_document, document_of
-from evident.context import run_settings
+from evident.context import EvidentContext, run_settings
 from evident.conversation.messages import conclude
 from evident.models import INSUFFICIENT_ANSWER, Status
-from evident.nodes.common import NodeRuntime, timed
+from evident.nodes.common import timed
 from evident.nodes.names import POSTPROCESS
 from evident.state import EvidentState, PostprocessUpdate
 
 
-def postprocess(state: EvidentState, runtime: NodeRuntime = None) -> PostprocessUpdate:
+def postprocess(state: EvidentState, runtime: Runtime[EvidentContext]) -> PostprocessUpdate:
     ctx = run_settings(runtime)
     update: PostprocessUpdate = {}
     with timed(POSTPROCESS, update):

@@ -17,27 +17,29 @@ to `build_graph`), it runs behind a `FederatedRetriever`, so the same rules hold
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
 
 from evident.connectors.acl import PrincipalError, coerce_principal
 from evident.connectors.federated import FederatedResult, FederatedRetriever, url_key
 from evident.connectors.query_meaning import PreparedMeaning, prepare_meaning
 from evident.connectors.rerank import rerank_by_meaning
-from evident.connectors.retrievers import RetrieverFactory, as_federated, default_retriever
+from evident.connectors.retrievers import as_federated
 from evident.context import EvidentContext, refused_settings, run_settings, served
 from evident.conversation.messages import earlier_turns
 from evident.conversation.pages import conversation_text, with_conversation
 from evident.conversation.rule import query_too_long
-from evident.embeddings import DEFAULT_EMBEDDINGS, GraphEmbeddings
 from evident.embeddings.failures import EmbeddingsError
 from evident.embeddings.meaning import QueryMeaning, without_meaning
 from evident.models import Principal, RetrievedRef, SourceDocument, SourceError
-from evident.nodes.common import Dual, NodeRuntime, authenticated_principal, timed
+from evident.nodes.common import authenticated_principal, timed
 from evident.nodes.names import RETRIEVE, REWRITE
+from evident.nodes.parts import DEFAULT_PARTS, GraphParts
+from evident.nodes.runs import add_to_run
 from evident.state import EvidentState, QueryStart, start_of_query
 
 log = logging.getLogger(__name__)
@@ -47,7 +49,7 @@ UNAVAILABLE = "the documents cannot be searched: the server's corpus or sources 
 IGNORED_PRINCIPAL = ("the request's principal was ignored: on the server, documents are filtered "
                      "for the authenticated caller")
 
-__all__ = ["IGNORED_PRINCIPAL", "check_query", "make_retrieve"]
+__all__ = ["IGNORED_PRINCIPAL", "check_query", "retrieve"]
 
 
 def check_query(query: object, ctx: EvidentContext) -> str | None:
@@ -84,8 +86,6 @@ def _finish(update: QueryStart, result: FederatedResult, ctx: EvidentContext, pr
 
 
 def _run_config() -> RunnableConfig | None:
-    from langgraph.config import get_config
-
     try:
         return get_config()
     except RuntimeError:  # called outside a graph run (a unit test of the node)
@@ -103,16 +103,14 @@ def _report_hidden(result: FederatedResult) -> None:
     for reasons in hidden.values():
         for reason in reasons:  # an identity the source cannot map: a deployment's problem, worth a warning
             log.warning("retrieve: source hidden from this caller: %s", reason)
-    from evident.graph.instrument import attach_metadata, node_runs  # the graph package imports this one
-
-    attach_metadata(node_runs(_run_config()), {
+    add_to_run({
         "acl_dropped": result.acl_dropped,
         "denied_by_source": {r.source: r.denied for r in result.runs if r.denied},
         "hidden_sources": hidden,
     })
 
 
-def _principal(state: EvidentState, runtime: NodeRuntime, update: QueryStart) -> Principal | None:
+def _principal(state: EvidentState, runtime: Runtime[EvidentContext], update: QueryStart) -> Principal | None:
     """Who is asking: the authenticated caller on the server, else the principal of the input."""
     if not served(runtime):
         return coerce_principal(state.get("principal"))
@@ -176,82 +174,62 @@ def _fused(result: FederatedResult, conversation: FederatedResult | None, ctx: E
     return result.model_copy(update={"documents": _for_this_turn(docs, result.documents, meaning)})
 
 
-def make_retrieve(
-    factory: RetrieverFactory | None = None, embeddings: GraphEmbeddings = DEFAULT_EMBEDDINGS
-) -> Dual[EvidentState, QueryStart]:
-    """The retrieve node, with a blocking implementation for `invoke` and an asyncio one for `ainvoke`.
-    With embeddings on, the query is embedded once and every source ranks by meaning as well as by
-    words (evident/connectors/query_meaning.py). A follow-up also searches the conversation's earlier
-    messages, and the two rankings are fused (evident/conversation/pages.py)."""
-    get_retriever = factory or default_retriever
-
-    def prepare(state: EvidentState, ctx: EvidentContext, update: QueryStart, runtime: NodeRuntime) -> Prepared | None:
-        try:
-            principal = _principal(state, runtime, update)
-        except PrincipalError as exc:
+def _prepare(state: EvidentState, ctx: EvidentContext, update: QueryStart, runtime: Runtime[EvidentContext],
+             parts: GraphParts) -> Prepared | None:
+    try:
+        principal = _principal(state, runtime, update)
+    except PrincipalError as exc:
+        _fail(update, str(exc))
+        return None
+    refused = refused_settings(runtime)
+    if refused:
+        also = f" (refused: {', '.join(e.setting for e in refused)})" if len(refused) > 1 else ""
+        _fail(update, f"{refused[0]}{also}")
+        return None
+    problem = _conversation_problem(state) or check_query(state.get("query"), ctx)
+    if problem:
+        _fail(update, problem)
+        return None
+    try:
+        retriever = parts.retriever(ctx)
+    except Exception as exc:  # configuration or corpus problem: nothing to search
+        if served(runtime):
+            # The reason names the deployment's files and may name a page the caller may not see
+            # (a URL claimed by two files): the operator reads it in the log, the caller learns less.
+            log.error("evident: the documents cannot be searched: %s", exc)
+            _fail(update, UNAVAILABLE)
+        else:
             _fail(update, str(exc))
-            return None
-        refused = refused_settings(runtime)
-        if refused:
-            also = f" (refused: {', '.join(e.setting for e in refused)})" if len(refused) > 1 else ""
-            _fail(update, f"{refused[0]}{also}")
-            return None
-        problem = _conversation_problem(state) or check_query(state.get("query"), ctx)
-        if problem:
-            _fail(update, problem)
-            return None
-        try:
-            retriever = get_retriever(ctx)
-        except Exception as exc:  # configuration or corpus problem: nothing to search
-            if served(runtime):
-                # The reason names the deployment's files and may name a page the caller may not see
-                # (a URL claimed by two files): the operator reads it in the log, the caller learns less.
-                log.error("evident: the documents cannot be searched: %s", exc)
-                _fail(update, UNAVAILABLE)
-            else:
-                _fail(update, str(exc))
-            return None
-        federated, query = as_federated(retriever, ctx), state["query"].strip()
-        resolved = embeddings.resolve(ctx)
-        meaning = prepare_meaning(federated, resolved, query, ctx.semantic_weight)
-        conversation: Conversation | None = None
-        earlier = earlier_turns(list(state.get("messages") or [])) if ctx.conversation_weight else []
-        text = conversation_text(earlier, ctx.max_query_chars)
-        if text:
-            # Its embedding failing leaves the conversation's search to the words; the new turn's says so.
-            conversation = text, prepare_meaning(federated, resolved, text, ctx.semantic_weight).meaning
-        return federated, query, principal, meaning, conversation
+        return None
+    federated, query = as_federated(retriever, ctx), state["query"].strip()
+    resolved = parts.embeddings.resolve(ctx)
+    meaning = prepare_meaning(federated, resolved, query, ctx.semantic_weight)
+    conversation: Conversation | None = None
+    earlier = earlier_turns(list(state.get("messages") or [])) if ctx.conversation_weight else []
+    text = conversation_text(earlier, ctx.max_query_chars)
+    if text:
+        # Its embedding failing leaves the conversation's search to the words; the new turn's says so.
+        conversation = text, prepare_meaning(federated, resolved, text, ctx.semantic_weight).meaning
+    return federated, query, principal, meaning, conversation
 
-    def retrieve(state: EvidentState, runtime: NodeRuntime = None) -> QueryStart:
-        ctx = run_settings(runtime)
-        update: QueryStart = {"mode": ctx.resolved_mode, **_from_rewrite(state)}
-        with timed(RETRIEVE, update):
-            prepared = prepare(state, ctx, update, runtime)
-            if prepared is not None:
-                federated, query, principal, meaning, conversation = prepared
-                found = federated.search(query, principal=principal, meaning=meaning.meaning)
-                earlier = None
-                if conversation is not None:
-                    earlier = federated.search(conversation[0], principal=principal, meaning=conversation[1])
-                _finish(update, _fused(found, earlier, ctx, meaning.meaning), ctx, meaning)
-        return start_of_query(update)
 
-    async def aretrieve(state: EvidentState, runtime: NodeRuntime = None) -> QueryStart:
-        ctx = run_settings(runtime)
-        update: QueryStart = {"mode": ctx.resolved_mode, **_from_rewrite(state)}
-        with timed(RETRIEVE, update):
-            # Opening (or first building) a corpus index is file and SQLite work: keep it off the
-            # event loop, which a server shares between all requests.
-            prepared = await asyncio.to_thread(prepare, state, ctx, update, runtime)
-            if prepared is not None:
-                federated, query, principal, meaning, conversation = prepared
-                found = await federated.asearch(query, principal=principal, meaning=meaning.meaning)
-                earlier = None
-                if conversation is not None:
-                    earlier = await federated.asearch(conversation[0], principal=principal, meaning=conversation[1])
-                # Re-reading the conversation's pages by the new turn's meaning embeds them: model work.
-                fused = await asyncio.to_thread(_fused, found, earlier, ctx, meaning.meaning)
-                _finish(update, fused, ctx, meaning)
-        return start_of_query(update)
-
-    return Dual(retrieve, aretrieve)
+def retrieve(
+    state: EvidentState, runtime: Runtime[EvidentContext], *, parts: GraphParts = DEFAULT_PARTS
+) -> QueryStart:
+    """The retrieve step. With embeddings on, the query is embedded once and every source ranks by meaning
+    as well as by words (evident/connectors/query_meaning.py). A follow-up also searches the conversation's
+    earlier messages, and the two rankings are fused (evident/conversation/pages.py). A blocking function:
+    under `ainvoke` LangGraph runs it in a worker thread, off the server's event loop (opening or building
+    a corpus index is file and SQLite work)."""
+    ctx = run_settings(runtime)
+    update: QueryStart = {"mode": ctx.resolved_mode, **_from_rewrite(state)}
+    with timed(RETRIEVE, update):
+        prepared = _prepare(state, ctx, update, runtime, parts)
+        if prepared is not None:
+            federated, query, principal, meaning, conversation = prepared
+            found = federated.search(query, principal=principal, meaning=meaning.meaning)
+            earlier = None
+            if conversation is not None:
+                earlier = federated.search(conversation[0], principal=principal, meaning=conversation[1])
+            _finish(update, _fused(found, earlier, ctx, meaning.meaning), ctx, meaning)
+    return start_of_query(update)

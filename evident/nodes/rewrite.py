@@ -17,18 +17,21 @@ is removed from the thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
+
+from langgraph.runtime import Runtime
 
 from evident.context import EvidentContext, refused_settings, run_settings
 from evident.conversation.messages import answered, refused, role_of, size_of, to_turns
 from evident.conversation.rule import Turn, check_turns, condense
 from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
-from evident.llm.models import DEFAULT_MODELS, Models
+from evident.llm.models import Models
 from evident.llm.replies import refusal_of, text_of
 from evident.models import Rewrite, SourceError
-from evident.nodes.common import NodeRuntime, timed
+from evident.nodes.common import timed
 from evident.nodes.names import REWRITE
+from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.nodes.retrieve import check_query
 from evident.state import EvidentState, RewriteUpdate
 
@@ -73,42 +76,41 @@ def _query_turn(state: EvidentState, turns: int) -> RewriteUpdate:
     return {"standalone_query": asked, "rewrite": Rewrite(asked=asked, standalone_query=asked, turns=turns)}
 
 
-def make_rewrite(models: Models) -> Callable[[EvidentState, NodeRuntime], RewriteUpdate]:
-    def rewrite(state: EvidentState, runtime: NodeRuntime = None) -> RewriteUpdate:
-        ctx = run_settings(runtime)
-        update: RewriteUpdate = {}
-        with timed(REWRITE, update):
-            messages = list(state.get("messages") or [])
-            earlier = sum(1 for m in messages if role_of(m) == "user")
-            if not messages or answered(messages[-1]):  # nothing new in `messages`: a query
-                update.update(_query_turn(state, earlier))
-                return update
-            turns, problem = to_turns(messages)
-            problem = problem or check_turns(
-                [t.role for t in turns], [size_of(m) for m in messages],
-                max_messages=ctx.max_messages, max_chars=ctx.max_conversation_chars,
-            ) or check_query(turns[-1].content, ctx)
-            if problem:
-                asked = turns[-1].content.strip() if turns else ""
-                update.update({"query": asked, "standalone_query": "", "messages": refused(messages),
-                               "rewrite": Rewrite(asked=asked[: ctx.max_query_chars], problem=problem)})
-                return update
-            asked, history = turns[-1].content.strip(), turns[:-1]
-            info = Rewrite(asked=asked, standalone_query=asked, turns=earlier - 1)
-            if history:
-                standalone, by, error = _standalone(models, ctx, asked, history, runtime)
-                if len(standalone) > ctx.max_query_chars:  # the rule's added terms must not break the limit
-                    standalone, by = asked, "none"
-                info = info.model_copy(update={"standalone_query": standalone, "rewritten_by": by,
-                                               "model_error": error})
-            update.update({"query": info.standalone_query, "standalone_query": info.standalone_query, "rewrite": info})
-        return update
-
-    return rewrite
+def rewrite(
+    state: EvidentState, runtime: Runtime[EvidentContext], *, parts: GraphParts = DEFAULT_PARTS
+) -> RewriteUpdate:
+    ctx = run_settings(runtime)
+    update: RewriteUpdate = {}
+    with timed(REWRITE, update):
+        messages = list(state.get("messages") or [])
+        earlier = sum(1 for m in messages if role_of(m) == "user")
+        if not messages or answered(messages[-1]):  # nothing new in `messages`: a query
+            update.update(_query_turn(state, earlier))
+            return update
+        turns, problem = to_turns(messages)
+        problem = problem or check_turns(
+            [t.role for t in turns], [size_of(m) for m in messages],
+            max_messages=ctx.max_messages, max_chars=ctx.max_conversation_chars,
+        ) or check_query(turns[-1].content, ctx)
+        if problem:
+            asked = turns[-1].content.strip() if turns else ""
+            update.update({"query": asked, "standalone_query": "", "messages": refused(messages),
+                           "rewrite": Rewrite(asked=asked[: ctx.max_query_chars], problem=problem)})
+            return update
+        asked, history = turns[-1].content.strip(), turns[:-1]
+        info = Rewrite(asked=asked, standalone_query=asked, turns=earlier - 1)
+        if history:
+            standalone, by, error = _standalone(parts.models, ctx, asked, history, runtime)
+            if len(standalone) > ctx.max_query_chars:  # the rule's added terms must not break the limit
+                standalone, by = asked, "none"
+            info = info.model_copy(update={"standalone_query": standalone, "rewritten_by": by,
+                                           "model_error": error})
+        update.update({"query": info.standalone_query, "standalone_query": info.standalone_query, "rewrite": info})
+    return update
 
 
 def _standalone(models: Models, ctx: EvidentContext, asked: str, history: Sequence[Turn],
-                runtime: NodeRuntime) -> tuple[str, str, SourceError | None]:
+                runtime: Runtime[EvidentContext]) -> tuple[str, str, SourceError | None]:
     """(question, rewritten_by, model error or None)."""
     error = None
     # A request that will be refused (retrieve ends it) must not cost a model call.
@@ -121,5 +123,3 @@ def _standalone(models: Models, ctx: EvidentContext, asked: str, history: Sequen
     question, changed = condense(asked, history)
     return question, ("rule" if changed else "none"), error
 
-
-rewrite = make_rewrite(DEFAULT_MODELS)

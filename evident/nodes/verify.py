@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 
+from langgraph.runtime import Runtime
+
 from evident.alignment.lexicon import content_tokens
 from evident.citations.answer import PREFACE, Line, Unit, check_answer, known_ids, parse_answer, render_answer, units_of
 from evident.citations.support import GeneratedSentenceSupport
-from evident.context import run_settings
+from evident.context import EvidentContext, run_settings
 from evident.models import SourceError
-from evident.nodes.common import NodeRuntime, timed
+from evident.nodes.common import timed
 from evident.nodes.names import VERIFY
 from evident.offline.composer import compose_answer
 from evident.state import DraftUpdate, EvidentState
@@ -55,7 +57,7 @@ def _uncited_sentences(lines: list[Line], min_tokens: int, query: str) -> tuple[
     return out, fragments
 
 
-def verify(state: EvidentState, runtime: NodeRuntime = None) -> DraftUpdate:
+def verify(state: EvidentState, runtime: Runtime[EvidentContext]) -> DraftUpdate:
     ctx = run_settings(runtime)
     update: DraftUpdate = {}
     with timed(VERIFY, update):

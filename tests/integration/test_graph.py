@@ -10,6 +10,7 @@ import pytest
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langgraph.runtime import Runtime
 
 from evident.citations.answer import CITATION, parse_answer
 from evident.context import EvidentContext
@@ -164,8 +165,9 @@ def test_drifted_and_invented_passages_never_reach_the_answer() -> None:
              "content": "First class upgrades are reimbursed for every employee on request."},
         ],
     }
+    runtime = Runtime(context=EvidentContext())
     for node in (align, generate, verify, postprocess):
-        state.update(node(state, None))
+        state.update(node(state, runtime))
     actions = [d.action for d in state["alignment"]]
     assert actions == ["relinked", "truncated", "dropped"]
     assert "evil.example" not in state["answer"]

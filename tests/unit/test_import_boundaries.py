@@ -180,10 +180,6 @@ LAYERS: dict[str, int] = {
     "graph": 4,
     "commands": 5, "web": 5, "eval": 5, "cli": 5, "": 5,
 }
-# Upward imports that the redesign (issue 28 items 1-2: nodes as plain functions, tracing through public
-# APIs) removes; none may be added.
-KNOWN_UPWARD = {("evident.nodes.retrieve", "evident.graph.instrument")}
-
 
 def _layer(module: str) -> int:
     rest = module.removeprefix("evident").removeprefix(".")
@@ -199,4 +195,4 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
     upward = {(name, target) for name, path in paths.items()
               for target in _imports_of(ast.parse(path.read_text(encoding="utf-8")), modules)
               if _layer(target) > _layer(name)}
-    assert upward == KNOWN_UPWARD
+    assert upward == set()
