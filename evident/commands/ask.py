@@ -16,11 +16,17 @@ from evident.commands.common import (
     print_json,
     safe_text,
 )
+from evident.context import ConfigError, EvidentContext, environment_value, export_environment
+
+
+def _one_blas_thread() -> None:
+    # OpenBLAS starts a thread per core when numpy loads, about 0.1 s of a cold `ask` on 2 cores; an
+    # answer needs a few small vector products, as fast on one thread. A value the user set stays.
+    if environment_value("OPENBLAS_NUM_THREADS") is None:
+        export_environment("OPENBLAS_NUM_THREADS", "1")
 
 
 def _context(corpus: list[Path] | None, config: Path | None, index: Path | None) -> Any:
-    from evident.context import ConfigError, EvidentContext
-
     for path in corpus or []:
         if not path.exists():
             fail("ask", f"{path}: corpus path does not exist")
@@ -66,6 +72,7 @@ def run(
     principal: dict[str, Any] | None = None,
     stream: bool = False,
 ) -> int:
+    _one_blas_thread()  # before anything imports numpy
     log_warnings_to_stderr()
     if batch is not None and question is not None:
         fail("ask", "give either a QUESTION or --batch FILE, not both")

@@ -56,17 +56,31 @@ def test_the_package_imports_no_private_framework_module() -> None:
     assert private == {}
 
 
-def test_tracing_imports_without_langgraph() -> None:
-    # The CLI imports tracing for its progress lines; `evident.graph` must not load the builder with it.
+def _loaded_with(module: str, names: tuple[str, ...]) -> list[str]:
+    """The modules among `names` (and their submodules) that importing `module` loads, in a fresh process."""
     probe = (
         "import sys\n"
-        "import evident.graph.tracing\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('langgraph', 'langchain_core', 'langchain'))\n"
-        "print('HEAVY', heavy)\n"
+        f"import {module}\n"
+        f"names = {names!r}\n"
+        "print('LOADED', sorted(m for m in sys.modules if any(m == n or m.startswith(n + '.') for n in names)))\n"
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split("\n")[0] == "HEAVY []"
+    line = proc.stdout.split("\n")[0]
+    assert line.startswith("LOADED "), proc.stdout
+    return list(ast.literal_eval(line.removeprefix("LOADED ")))
+
+
+def test_tracing_imports_without_langgraph() -> None:
+    # The CLI imports tracing for its progress lines; `evident.graph` must not load the builder with it.
+    assert _loaded_with("evident.graph.tracing", ("langgraph", "langchain_core", "langchain")) == []
+
+
+def test_opening_the_index_does_not_load_the_file_readers() -> None:
+    # An unchanged corpus is only walked (every `evident ask`); the readers, an HTML parser among them,
+    # load with the first file that changed.
+    readers = ("selectolax", "pypdf", "evident.connectors.index.formats", "evident.connectors.index.jsonl")
+    assert _loaded_with("evident.connectors.index.retriever", readers) == []
 
 
 def test_the_graph_still_loads_from_the_package() -> None:

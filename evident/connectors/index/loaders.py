@@ -13,6 +13,7 @@ files within `max_file_bytes` are read); documents over `section_chars` become s
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -37,21 +38,26 @@ from evident.connectors.index.corpus import (
 )
 from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
 from evident.connectors.index.file_safety import LINK_OUTSIDE, read_bytes, unsafe, within
-from evident.connectors.index.formats import file_uri, load_html, load_pdf, load_text
-from evident.connectors.index.jsonl import load_jsonl
-from evident.connectors.index.sections import split_sections
 
 __all__ = [
     "DEFAULT_LIMITS", "FILE_SUFFIXES", "FOLDER_SUFFIXES", "LOCAL_SOURCE", "MB", "CorpusError", "CorpusLimits",
-    "SkipHandler", "corpus_files", "file_uri", "load_corpus", "load_file", "log_skip",
+    "SkipHandler", "corpus_files", "load_corpus", "load_file", "log_skip",
 ]
 
 log = logging.getLogger(__name__)
 
-_FORMATS: dict[str, Callable[[Path, bytes, str, SkipHandler], SourceDocument | None]] = {
-    **dict.fromkeys(PDF_SUFFIXES, load_pdf), **dict.fromkeys(HTML_SUFFIXES, load_html),
-    **dict.fromkeys(TEXT_SUFFIXES, load_text),
-}
+FormatLoader = Callable[[Path, bytes, str, SkipHandler], SourceDocument | None]
+
+
+@functools.cache
+def _formats() -> dict[str, FormatLoader]:
+    """The reader of each file type we index, by suffix."""
+    # Imported when a file is first read: refreshing an unchanged corpus (every `evident ask`) only
+    # walks the folders, and the readers (an HTML parser among them) would cost it start-up time.
+    from evident.connectors.index.formats import load_html, load_pdf, load_text
+
+    return {**dict.fromkeys(PDF_SUFFIXES, load_pdf), **dict.fromkeys(HTML_SUFFIXES, load_html),
+            **dict.fromkeys(TEXT_SUFFIXES, load_text)}
 
 
 def log_skip(path: Path, reason: str) -> None:
@@ -150,6 +156,10 @@ def load_file(
 
     `root` is the corpus path the file was found under; `metadata["path"]` is relative to it.
     """
+    # Imported here for start-up time, as the formats are (see `_format_loader`).
+    from evident.connectors.index.jsonl import load_jsonl
+    from evident.connectors.index.sections import split_sections
+
     report = on_skip if on_skip is not None else log_skip
     path = Path(path)
     root = Path(root) if root is not None else path
@@ -161,7 +171,7 @@ def load_file(
     data = read_bytes(path, report, limits)
     if data is None:
         return
-    load = _FORMATS.get(suffix)
+    load = _formats().get(suffix)
     if load is None:
         report(path, f"unsupported file type {suffix!r}")
         return
