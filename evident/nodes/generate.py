@@ -69,7 +69,8 @@ def make_generate(models: Models) -> Callable[[EvidentState, NodeRuntime], Draft
                     failure = describe_failure(exc, ctx)
                     update["model_errors"] = [failure.to_error(models.name(ctx), GENERATE, OFFLINE_FALLBACK)]
             said = earlier_answers(state.get("messages") or [])
-            update["draft"] = compose_answer(state["query"], state.get("verified") or [], said=said)
+            update["draft"] = compose_answer(state["query"], state.get("verified") or [], settings=ctx.offline,
+                                             said=said)
             update["generated_by"] = "offline"
         return update
 
