@@ -62,7 +62,7 @@ def gather(questions: list[dict[str, Any]], corpus: Path, words_only: bool, inde
         rows: list[Row] = []
         for q in questions:
             rec, docs = shared.search(q["id"], q["query"], q["id"])
-            evidence = window_evidence(q["query"], with_meaning(docs, rec), ctx.semantic_weight)
+            evidence = window_evidence(q["query"], with_meaning(docs, rec), ctx.semantic_weight, ctx.offline)
             rows.append((bool(q["answerable"]), len(q["query"].split()),
                          [(e.coverage, e.cosine) for e in evidence]))
         return rows

@@ -58,6 +58,48 @@ class CorpusFileSettings(BaseModel):
     )
 
 
+class OfflineSettings(BaseModel):
+    """The offline engine's tunable numbers (`[offline]` in evident.toml), chosen on the development
+    set's tune split by `benchmarks/offline_tuning.py`, which prints the search and the holdout."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # How a window of sentences is scored (evident/offline/scoring.py).
+    rank_decay: float = Field(
+        0.28, ge=0.0, le=5.0, description="A window of the k-th retrieved page (from 0) scores 1 / (1 + "
+        "rank_decay * k): retrieval order is evidence too.")
+    pair_bonus: float = Field(
+        0.25, ge=0.0, le=2.0, description="Extra weight of two query words that stand next to each other in "
+        "the text as in the question ('refund window'), as a share of their weights.")
+    heading_decay: float = Field(
+        0.5, ge=0.0, le=1.0, description="A section heading's (or above the first heading, the page title's) "
+        "match counts for the first sentence under it, heading_decay times less for each further one.")
+    long_unit_words: int = Field(
+        40, ge=5, le=1000, description="Past this many words a sentence's score shrinks with its length (a "
+        "run-on table row or an unpunctuated paragraph matches by sheer size).")
+    name_miss: float = Field(
+        0.5, ge=0.0, le=1.0, description="Share of its coverage left to a window whose page never mentions a "
+        "name the question asks about (a capitalised word such as a product or a place).")
+    window_units: int = Field(
+        3, ge=1, le=10, description="Sentences (list items, table rows) a quoted window holds at most.")
+    # How the answer is composed from the verified passages (evident/offline/composer.py).
+    max_sentences: int = Field(
+        4, ge=1, le=20, description="Sentences an offline answer usually shows.")
+    max_long_sentences: int = Field(
+        6, ge=1, le=30, description="Sentences an offline answer may show when more sentences are as "
+        "on-topic as the best one (`strong_relevance`) or the best passage is longer.")
+    strong_relevance: float = Field(
+        0.67, ge=0.0, le=2.0, description="A sentence this share as on-topic as the best one (by the "
+        "question's words) lengthens the answer up to `max_long_sentences`.")
+    weak_coverage: float = Field(
+        0.5, ge=0.0, le=1.0, description="Below this share of the question's word weight in the shown "
+        "sentences, the answer opens with the one-line 'does not explicitly state' preface.")
+
+
+# The defaults, shared by the offline functions' signatures (the settings are frozen).
+DEFAULT_OFFLINE = OfflineSettings()
+
+
 class EvidentContext(CorpusFileSettings):
     """Model, alignment, retrieval and output settings of one query."""
 
@@ -132,6 +174,9 @@ class EvidentContext(CorpusFileSettings):
 
     # Offline engine and output.
     max_passages: int = Field(6, ge=1, description="Passages the offline engine keeps.")
+    offline: OfflineSettings = Field(
+        default_factory=OfflineSettings, description="The offline engine's tunable numbers ([offline] in "
+        "evident.toml; benchmarks/offline_tuning.py chooses them).")
     max_query_chars: int = Field(4000, ge=1, description="Characters a question may have.")
     max_messages: int = Field(
         40, ge=2, description="Messages a conversation may hold (a thread's oldest turns are dropped beyond it)."

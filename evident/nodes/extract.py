@@ -72,7 +72,7 @@ def _offline(state: EvidentState, docs: Sequence[SourceDocument], ctx: EvidentCo
         # doc2dial's answerable follow-ups against 3.2% by words. A turn of a conversation is gated by words.
         gate = gate.by_words()
     passages = extract_passages(state["query"], docs, max_passages=ctx.max_passages,
-                                semantic_weight=ctx.semantic_weight, gate=gate)
+                                semantic_weight=ctx.semantic_weight, gate=gate, settings=ctx.offline)
     if passages or rewrite is None or rewrite.turns == 0 or rewrite.rewritten_by != "none":
         return passages
     # A follow-up the rule took as naming its own topic ("How do I find out if my spouse is eligible?")
@@ -83,7 +83,7 @@ def _offline(state: EvidentState, docs: Sequence[SourceDocument], ctx: EvidentCo
     if not changed:
         return passages
     return extract_passages(continued, docs, max_passages=ctx.max_passages,
-                            semantic_weight=ctx.semantic_weight, gate=gate)
+                            semantic_weight=ctx.semantic_weight, gate=gate, settings=ctx.offline)
 
 
 def route_extraction(

@@ -75,7 +75,7 @@ def verify(state: EvidentState, runtime: Runtime[EvidentContext]) -> DraftUpdate
         )
         if model_written and not any(u.urls and not u.flagged for u in units_of(lines)):
             # Evidence was verified but none of the model's sentences stands on it: answer extractively.
-            draft = compose_answer(state["query"], state.get("verified") or [])
+            draft = compose_answer(state["query"], state.get("verified") or [], settings=ctx.offline)
             lines, more = check_answer(
                 parse_answer(draft, known), state.get("verified") or [],
                 n=ctx.ngram_n, threshold=ctx.threshold, unsupported=ctx.unsupported,

@@ -5,11 +5,11 @@
     answer = compose_answer(query, align(passages, documents))   # cited extractive answer
 """
 
-from evident.offline.composer import PREFACE_LEAD, PREFACE_TAIL, answer_coverage, compose_answer, preface
+from evident.offline.composer import OFFLINE_PREFACE, PREFACE, answer_coverage, compose_answer, preface
 from evident.offline.extractor import address_score, extract_passages
 from evident.offline.sentences import is_noise, split_sentences, split_units
 
 __all__ = [
-    "PREFACE_LEAD", "PREFACE_TAIL", "address_score", "answer_coverage", "compose_answer", "extract_passages",
+    "OFFLINE_PREFACE", "PREFACE", "address_score", "answer_coverage", "compose_answer", "extract_passages",
     "is_noise", "preface", "split_sentences", "split_units",
 ]

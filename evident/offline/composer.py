@@ -13,22 +13,14 @@ from dataclasses import dataclass, field
 
 from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
+from evident.context import DEFAULT_OFFLINE, OfflineSettings
 from evident.conversation.said import said_before, said_text
-from evident.offline.preface import PREFACE_LEAD, PREFACE_TAIL, preface
+from evident.offline.preface import OFFLINE_PREFACE, PREFACE, preface
 from evident.offline.sentences import CONTINUATIONS, Kind, is_noise, split_units, strip_marker
 from evident.offline.terms import content_keys, coverage, query_weights, unit_terms
 from evident.offline.voice import PromptReader, unprompted
 
-__all__ = ["compose_answer", "answer_coverage", "preface", "PREFACE_LEAD", "PREFACE_TAIL", "MAX_SENTENCES"]
-
-MAX_SENTENCES = 4
-PASSAGE_RELEVANCE = 0.5
-# MAX_SENTENCES is the usual length, not a hard cap: the best passage is kept whole, and so is every
-# sentence at least STRONG_RELEVANCE as on-topic as the best one, up to MAX_LONG_SENTENCES.
-STRONG_RELEVANCE = 0.67
-MAX_LONG_SENTENCES = 6
-# A reply this short ("Nothing.", "Not always."; characters for scripts without spaces) says which way, not why.
-BARE_REPLY_WORDS, BARE_REPLY_CHARS = 2, 16
+__all__ = ["compose_answer", "answer_coverage", "preface", "OFFLINE_PREFACE", "PREFACE"]
 
 
 @dataclass
@@ -50,12 +42,14 @@ class _Sentence:
     # A sentence merged into an earlier passage's copy, or text the quote left out ("…"), came right
     # before it: the sentence before it in the list is not the one before it in the source.
     after_gap: bool = False
-    # One of the sentences (at least STRONG_RELEVANCE as on-topic as the best) the answer was made
-    # longer than MAX_SENTENCES for: kept before the others of later passages.
+    # One of the sentences (at least `strong_relevance` as on-topic as the best) the answer was made
+    # longer than `max_sentences` for: kept before the others of later passages.
     strong: bool = False
-    # Of the extractor's best window, kept whole and cut last: unless it is below PASSAGE_RELEVANCE.
+    # Of the extractor's best window, kept whole and cut last.
     lead: bool = False
     prompt: bool = False  # a FAQ prompt in the reader's voice (offline/voice.py): selected, not shown
+    # The unit right before it in its quote is the sentence before it in the list (nothing skipped).
+    adjacent: bool = False
 
 
 def answer_coverage(query: str, text: str) -> float:
@@ -121,6 +115,7 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
             gap = gap or n > 0  # the quote left text out between its parts ("…")
             units = _units(part)
             reader = PromptReader(part)
+            shown_before = -2  # the index in `units` of the last unit appended from this part
             for i, (raw, kind) in enumerate(units):
                 if kind in ("heading", "fence", "rule") or is_noise(raw, kind):
                     continue
@@ -138,7 +133,9 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
                     gap = True
                     continue
                 label = not bullet and text.endswith(":")
-                sentence = _Sentence(text, bullet, label, p, len(out), [decision.url], after_gap=gap, prompt=prompt)
+                sentence = _Sentence(text, bullet, label, p, len(out), [decision.url], after_gap=gap, prompt=prompt,
+                                     adjacent=shown_before == i - 1)
+                shown_before = i
                 gap = False
                 # A header row (the one above the |---| line) names the columns, not a thing.
                 header = i + 1 < len(units) and not units[i + 1][0].strip(_TABLE_RULE)
@@ -154,14 +151,10 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
     return out
 
 
-# When the answer must be cut, a sentence's query-term relevance counts less the later its passage
-# comes: the extractor ranked the passages with more than the query's words (IDF, headings, rank).
-PASSAGE_DECAY = 0.7
-COHESION = True
-
-
 def _rank(s: _Sentence) -> tuple[bool, bool, float, int]:
-    return (not s.lead, not s.strong, -max(s.relevance, s.carried) * PASSAGE_DECAY ** s.passage, s.order)
+    """When the answer must be cut: the best passage first, then the strong sentences, then by
+    query-term relevance (a continuation's is the sentence's it continues), then in order."""
+    return (not s.lead, not s.strong, -max(s.relevance, s.carried), s.order)
 
 
 def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
@@ -179,11 +172,7 @@ def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
     if s.parent is not None or ends.endswith((":", "?", "？")) or not ends.endswith((".", "!", ";", "。", "！")):
         return True
     first = content_keys(s.text)[:1]
-    if first and first[0] in CONTINUATIONS:
-        return True
-    # Lexical cohesion: the next sentence of the same paragraph that takes up one of its words
-    # ("... using the form VS-118. Complete the form and mail it ...").
-    return COHESION and bool(set(unit_terms(prev.text)) & set(unit_terms(s.text)))
+    return bool(first and first[0] in CONTINUATIONS)
 
 
 def _on_topic(sentences: list[_Sentence]) -> list[_Sentence]:
@@ -255,13 +244,12 @@ def _answers(s: _Sentence, answer: _Sentence) -> bool:
     return not s.bullet and _awaits_answer(s) and answer.passage == s.passage and not answer.after_gap
 
 
-def _kept_orders(sentences: list[_Sentence], cap: int) -> set[int]:
+def _kept_orders(sentences: list[_Sentence], cap: int, settings: OfflineSettings = DEFAULT_OFFLINE) -> set[int]:
     """The orders of the `cap` best-ranked sentences. A question, title or label comes with the
-    sentence right after it in the source ("Can I use the GI Bill for a second degree?" "Yes.";
-    "Apply With Your Local Office" and its first sentence): shown without it, it promises an answer
-    the reader does not get; and a bare reply ("Not always.") comes with the sentence that says why.
-    Such a group may take the last place and the one or two more it needs, up to
-    MAX_LONG_SENTENCES. When that sentence is not in the list right after it (merged into an earlier
+    sentence right after it in the source ("Can I take unused leave into next year?" "Yes."; "Apply
+    at your local office" and its first sentence): shown without it, it promises an answer the reader
+    does not get. Such a pair may take the last place and one more, up to
+    `settings.max_long_sentences`. When that sentence is not in the list right after it (merged into an earlier
     page's copy, or left out of the quote: `after_gap`), the line is ranked on its own."""
     following = {s.order - 1: s for s in sentences}
     keep: set[int] = set()
@@ -274,19 +262,16 @@ def _kept_orders(sentences: list[_Sentence], cap: int) -> set[int]:
         answer = following.get(s.order)
         if answer is not None and _answers(s, answer):
             group.append(answer)
-            reason, w = following.get(answer.order), answer.text.split()
-            bare = len(w) <= BARE_REPLY_WORDS and (len(w) > 1 or len(answer.text) <= BARE_REPLY_CHARS)
-            if bare and reason and not reason.bullet and reason.passage == answer.passage and not reason.after_gap:
-                group.append(reason)
-        room = cap if len(group) == 1 else max(cap, min(MAX_LONG_SENTENCES, cap + len(group) - 1))
+        room = cap if len(group) == 1 else max(cap, min(settings.max_long_sentences, cap + len(group) - 1))
         if len(keep) + len(group) <= room:
             keep.update(g.order for g in group)
     return keep
 
 
-def _select(sentences: list[_Sentence], query: str, said: str = "") -> list[_Sentence]:
-    """Usually MAX_SENTENCES (up to MAX_LONG_SENTENCES, see there), preferring those that share query
-    terms, kept in source order; sentences already said (`_unsaid`) only when nothing new is found."""
+def _select(sentences: list[_Sentence], query: str, settings: OfflineSettings, said: str = "") -> list[_Sentence]:
+    """Usually `settings.max_sentences` (up to `max_long_sentences`, see there), preferring those that
+    share query terms, kept in source order; sentences already said (`_unsaid`) only when nothing new
+    is found."""
     weights = query_weights(query)
     for s in sentences:
         present = set(unit_terms(s.text))
@@ -298,32 +283,25 @@ def _select(sentences: list[_Sentence], query: str, said: str = "") -> list[_Sen
             label = sentences[s.parent]
             s.relevance = max(s.relevance, label.relevance)
             label.relevance = max(label.relevance, s.relevance)
-    # Passages far less on-topic than the best one make the answer longer, not better. A passage's
-    # topicality counts the sentences an earlier answer gave; the best one is measured without them
-    # (it is not shown again, so it must not push the new sentences below the floor).
+    # A passage's topicality counts the sentences an earlier answer gave.
     best: dict[int, float] = {}
     for s in sentences:
         best[s.passage] = max(best.get(s.passage, 0.0), s.relevance)
     # After the labels lent their relevance (they are found by position in the full list).
     sentences = _unsaid(sentences, said)
-    top = max((s.relevance for s in sentences), default=0.0)
     last_relevant: dict[int, int] = {}
     for s in sentences:
         if s.relevance > 0:
             last_relevant[s.passage] = s.order
     for s in sentences:
         s.tail = s.order > last_relevant.get(s.passage, -1)
-    # The floor spares the extractor's best window: it ranked first on more than the question's words
-    # (the title or heading above it, the page's rank; "Loans must be repaid." opening "Understanding
-    # Delinquency"). Below the floor it loses the lead's place, ranks by relevance and is shown last.
-    late = best.get(0, 0.0) < PASSAGE_RELEVANCE * top
-    floor = [s for s in sentences if s.passage == 0 or best[s.passage] >= PASSAGE_RELEVANCE * top]
-    for s in floor:
-        s.lead = s.passage == 0 and not late
-    sentences = _on_topic(_named_rows(_unrepeated(floor), query))
+    # The extractor's best window ranked first on more than the question's words (the heading above
+    # it, the page's rank): it leads the answer, kept whole.
+    for s in sentences:
+        s.lead = s.passage == 0
+    sentences = _on_topic(_named_rows(_unrepeated(sentences), query))
     # A passage is read from its start: when the answer is cut, its first on-topic sentence ranks
-    # with the passage's best one ("If you move to New York State ... you must get a New York State
-    # driver license within 30 days." before "Learn how to exchange your out-of-state driver license").
+    # with the passage's best one (the rule a page states before the link that explains it).
     opener: dict[int, _Sentence] = {}
     for s in sentences:
         opener.setdefault(s.passage, s)
@@ -331,16 +309,17 @@ def _select(sentences: list[_Sentence], query: str, said: str = "") -> list[_Sen
         if s.relevance > 0:
             s.carried = max(s.carried, best[s.passage])
     top_relevance = max((s.relevance for s in sentences), default=0.0)
-    strong = sum(1 for s in sentences if s.relevance >= STRONG_RELEVANCE * top_relevance)
+    strong_floor = settings.strong_relevance * top_relevance
+    strong = sum(1 for s in sentences if s.relevance >= strong_floor)
     whole = sum(1 for s in sentences if s.lead)
-    cap = min(MAX_LONG_SENTENCES, max(MAX_SENTENCES, whole, strong))
+    cap = min(settings.max_long_sentences, max(settings.max_sentences, whole, strong))
     # An answer made longer for its strong sentences keeps those: a weaker sentence of an earlier
     # passage does not take the place of one the answer was lengthened for.
-    if strong > max(MAX_SENTENCES, whole):
+    if strong > max(settings.max_sentences, whole):
         for s in sentences:
-            s.strong = s.relevance >= STRONG_RELEVANCE * top_relevance
+            s.strong = s.relevance >= strong_floor
     while len(sentences) > cap:
-        keep = _kept_orders(sentences, cap)
+        keep = _kept_orders(sentences, cap, settings)
         # A continuation whose lead was cut would now follow the wrong sentence.
         trimmed = _on_topic([s for s in sentences if s.order in keep])
         if len(trimmed) == len(sentences):
@@ -351,14 +330,18 @@ def _select(sentences: list[_Sentence], query: str, said: str = "") -> list[_Sen
     # paragraph off-topic: its items stand as bullets without it.
     kept_parents = {s.parent for s in sentences if s.parent is not None}
     # What was kept only because it reads on from a label that is now gone goes with it.
-    shown = _on_topic([s for s in sentences if not s.label or (s.order in kept_parents and s.order in own)])
-    if late:
-        shown = [s for s in shown if s.passage != 0] + [s for s in shown if s.passage == 0]
-    return shown
+    return _on_topic([s for s in sentences if not s.label or (s.order in kept_parents and s.order in own)])
 
 
 def _cite(s: _Sentence) -> str:
     return f"{s.text} " + "".join(f"[{u}]" for u in s.urls)
+
+
+def _same_stretch(s: _Sentence, nxt: _Sentence) -> bool:
+    """`nxt` reads on from `s` in the same stretch of source text, quoted from the same pages: the two
+    share one citation, which then resolves to the whole stretch (the reader sees one highlight)."""
+    return (not s.bullet and not nxt.bullet and nxt.passage == s.passage and nxt.order == s.order + 1
+            and nxt.adjacent and not nxt.after_gap and nxt.urls == s.urls)
 
 
 def _render(sentences: list[_Sentence]) -> str:
@@ -375,7 +358,7 @@ def _render(sentences: list[_Sentence]) -> str:
             blocks.append("\n".join(bullets))
             bullets.clear()
 
-    for s in sentences:
+    for n, s in enumerate(sentences):
         if s.bullet:
             if paragraph:
                 flush()
@@ -383,38 +366,39 @@ def _render(sentences: list[_Sentence]) -> str:
             continue
         if bullets or (paragraph and s.passage != passage):
             flush()
-        paragraph.append(_cite(s))
+        nxt = sentences[n + 1] if n + 1 < len(sentences) else None
+        paragraph.append(s.text if nxt is not None and _same_stretch(s, nxt) else _cite(s))
         passage = s.passage
     flush()
     return "\n\n".join(blocks)
 
 
-def _render_weak(query: str, sentences: list[_Sentence]) -> str:
-    lines = [preface(query)]
+def _render_weak(sentences: list[_Sentence]) -> str:
+    lines = [preface()]
     for s in sentences:
         nested = s.bullet and s.parent is not None and any(x.order == s.parent for x in sentences)
         lines.append(("  - " if nested else "- ") + _cite(s))
     return "\n".join(lines)
 
 
-def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *, weak_coverage: float = 0.5,
-                   said: Sequence[str] = ()) -> str:
+def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *,
+                   settings: OfflineSettings = DEFAULT_OFFLINE, said: Sequence[str] = ()) -> str:
     """An extractive, fully cited answer from the verified (non-dropped) decisions, in the order given.
 
     `said` holds the conversation's earlier answers: a sentence one of them already gave is left
     out, unless no other sentence answers the question.
 
-    When the chosen sentences cover less than `weak_coverage` of the query's term weight, the answer
-    is the "does not explicitly state" preface followed by the details as bullets. "" when nothing
+    When the chosen sentences cover less than `settings.weak_coverage` of the query's term weight, the
+    answer is the one-line "does not explicitly state" preface followed by the details as bullets. "" when nothing
     citable is left.
     """
     live = [d for d in decisions if d.action != "dropped" and d.quote.strip()]
     # A verified passage none of whose sentences are shown is not cited (drops.NOT_CHOSEN).
     earlier = said_text(said)
-    sentences = unprompted(selected := _select(every := _sentences(live), query, earlier), every)
+    sentences = unprompted(selected := _select(every := _sentences(live), query, settings, earlier), every)
     if not sentences:
         return ""
     covered = answer_coverage(query, " ".join(s.text for s in selected))  # a prompt says what is answered
-    if covered < weak_coverage:
-        return _render_weak(query, sentences)
+    if covered < settings.weak_coverage:
+        return _render_weak(sentences)
     return _render(sentences)

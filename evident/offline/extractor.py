@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evident.alignment.models import Passage, SourceDocument
+from evident.context import DEFAULT_OFFLINE, OfflineSettings
 from evident.embeddings.meaning import Window, fuse, semantic_windows
 from evident.offline.answerability import DEFAULT_GATE, AnswerGate, Evidence
 from evident.offline.scoring import Scorer, heading_terms, under_heading, window_score
@@ -20,14 +21,8 @@ from evident.offline.units import Unit, analyse
 
 __all__ = ["address_score", "extract_passages", "window_evidence"]
 
-# A window is the best unit plus what continues it; beyond this it stops being a quote and becomes a page.
-MAX_WINDOW = 3
-# A paragraph of at most this many sentences is quoted whole from any of them.
+# A paragraph of at most this many sentences is one thought, quoted whole from any of them.
 SHORT_PARAGRAPH = 2
-# A label ("Refunds are not available for:") is only useful with the list it introduces.
-MAX_LABELLED_WINDOW = 5
-# A table row further than this below its header is quoted without it (the window would be the table).
-MAX_HEADER_GAP = 3
 # Windows after the first need less coverage (multi-part questions) but must stay near the best one.
 SECONDARY_COVERAGE_RATIO = 0.5
 SECONDARY_SCORE_RATIO = 0.5
@@ -43,7 +38,6 @@ class _Window:
     last: int
     score: float
     coverage: float
-    good: bool
     matched: int
     # The last unit quoted: `last`, or past it the sentences that read on from it (`_grow`).
     end: int
@@ -58,32 +52,21 @@ class _Window:
 
 
 def _grow(
-    units: Sequence[Unit], anchor: int, used: set[int], relevant: set[int], text: str, whole: bool = False
+    units: Sequence[Unit], anchor: int, used: set[int], relevant: set[int], text: str, cap: int,
+    whole: bool = False,
 ) -> tuple[int, int, int]:
-    """Extend the anchor unit to a window of consecutive units that continue it (`whole`: every
-    prose unit of its paragraph does): its first and last scored unit, and the last unit it quotes."""
+    """Extend the anchor unit to a window of at most `cap` consecutive units that continue it
+    (`whole`: every prose unit of its paragraph does): its first and last scored unit, and the last
+    unit it quotes."""
     a = units[anchor]
     first = last = anchor
     count = 1
-    cap = MAX_WINDOW
-    # An item reads as an answer only with the label that introduces it, a table row with its header.
+    # An item reads as an answer only with the label that introduces it.
     if a.kind == "item" and anchor > 0 and (anchor - 1) not in used:
         prev = units[anchor - 1]
         if prev.label and prev.kind != "heading":
             first = anchor - 1
             count += 1
-            cap = MAX_LABELLED_WINDOW
-    elif a.kind == "row":
-        head = anchor
-        while head > 0 and units[head - 1].kind == "row":
-            head -= 1
-        between = range(head, anchor)
-        if 0 < anchor - head <= MAX_HEADER_GAP and not any(k in used for k in between):
-            first = head
-            count += sum(1 for k in between if not units[k].noise)
-            cap = MAX_LABELLED_WINDOW
-    if a.label:
-        cap = MAX_LABELLED_WINDOW
     # A short paragraph of statements is one thought: a sentence of it is quoted with the rest of it. A
     # question in it is a prompt ("Need more help? Contact ..."), not part of what it says.
     if a.kind == "prose" and not a.label:
@@ -99,14 +82,11 @@ def _grow(
         count += 1
     # Past its length, the window still reads on into a sentence that opens by taking it up ("However,
     # you probably won't...", "Here are some suggestions."): cut before it, the quote stops mid-thought.
-    # Only the window's own units score (docs/evaluation.md, rule 40).
+    # Only the window's own units score.
     end = last
-    while count < MAX_LABELLED_WINDOW:
-        k = _follows(units, first, end, used, relevant, whole)
-        if k is None or units[k].kind != "prose" or units[k].first_word not in CONTINUATIONS:
-            break
+    k = _follows(units, first, end, used, relevant, whole)
+    if k is not None and units[k].kind == "prose" and units[k].first_word in CONTINUATIONS:
         end = k
-        count += 1
     return first, last, end
 
 
@@ -195,7 +175,7 @@ def _window(
     full = scorer.raw(terms, unit_pairs) + under_heading(scorer, units, units[first], d)
     above = heading_terms(scorer, units, units[first], d)
     heads = terms.difference(text_terms) | above
-    score = window_score(scorer, d, units[anchor].key, full, own, text_terms, heads, n_words)
+    score = window_score(scorer, d, full, own, text_terms, heads, n_words)
     # The heading a window sits under is part of what it says ("I need an extension" above "If
     # you are out of state..."); above the first heading, that is the page title. A name the
     # question asks about ("Tessellate") is shared when the page names it, as coverage counts it:
@@ -203,14 +183,15 @@ def _window(
     # "What is the minimum length for a password at Tessellate?", not one (rule 52).
     named = scorer.names_in(d)
     return _Window(
-        d, first, last, score, scorer.coverage(terms | above, d), scorer.good(terms),
+        d, first, last, score, scorer.coverage(terms | above, d),
         sum(1 for t in scorer.weights if t in terms or t in named), last if end is None else end,
         first if lead is None else lead,
     )
 
 
 def _windows(
-    query: str, documents: Sequence[SourceDocument], semantic_weight: float = 0.0
+    query: str, documents: Sequence[SourceDocument], semantic_weight: float = 0.0,
+    settings: OfflineSettings = DEFAULT_OFFLINE,
 ) -> tuple[Scorer, list[tuple[Unit, ...]], list[_Window]]:
     """Every candidate window of `documents` for `query`, best score first (ties: document, position).
 
@@ -222,7 +203,7 @@ def _windows(
     Coverage, and so the abstention, stays lexical."""
     analysed = [analyse(d.content) for d in documents]
     units = [a.units for a in analysed]
-    scorer = Scorer(query, analysed, documents)
+    scorer = Scorer(query, analysed, documents, settings)
     meaning = [semantic_windows(d) for d in documents] if semantic_weight > 0 else []
     if not any(meaning):
         meaning = []
@@ -243,7 +224,7 @@ def _windows(
                 cosine[(d, u.idx)] = unit_cosine(meaning[d], u.start, u.end)
             if full > 0:
                 heads = heading_terms(scorer, doc_units, u, d)
-                scores[(d, u.idx)] = window_score(scorer, d, u.key, full, own, u.terms, heads, len(u.key))
+                scores[(d, u.idx)] = window_score(scorer, d, full, own, u.terms, heads, len(u.key))
             elif cosine.get((d, u.idx), 0.0) > 0:
                 scores[(d, u.idx)] = 0.0
     if meaning:
@@ -262,12 +243,13 @@ def _windows(
     for d, i in order:
         if i in used[d]:
             continue
-        # The best window is the answer's lead: it takes the rest of its paragraph (up to MAX_WINDOW).
+        # The best window is the answer's lead: it takes the rest of its paragraph (up to `window_units`).
         # So does each page's own best window, where that page answers if it is the one cited, and a
         # window opening a section (the first unit under a heading or under the page title), which
         # starts a thought the sentences after it develop (docs/evaluation.md, rules 24, 48, 49).
         whole = d not in opened or units[d][i].depth == 1
-        first, last, end = _grow(units[d], i, used[d], relevant[d], documents[d].content, whole=whole)
+        first, last, end = _grow(units[d], i, used[d], relevant[d], documents[d].content, settings.window_units,
+                                 whole=whole)
         lead = _opening_heading(units[d], first, used[d], documents[d].content)
         used[d].update(range(lead, end + 1))
         w = _window(scorer, units[d], d, first, last, i, end, lead)
@@ -289,20 +271,25 @@ def unit_cosine(windows: Sequence[Window], start: int, end: int) -> float:
     return max((c for s, e, c in windows if s < end and start < e), default=0.0)
 
 
-def address_score(query: str, documents: Sequence[SourceDocument]) -> float:
+def address_score(
+    query: str, documents: Sequence[SourceDocument], settings: OfflineSettings = DEFAULT_OFFLINE
+) -> float:
     """How well the retrieved text addresses `query` by its words (0..1): the largest share of the
     query's weighted terms that one window covers. Read by words alone, the extractor abstains below
     `AnswerGate.words_gate` of it."""
     if not documents:
         return 0.0
-    _, _, windows = _windows(query, documents)
+    _, _, windows = _windows(query, documents, 0.0, settings)
     return max((w.coverage for w in windows), default=0.0)
 
 
-def window_evidence(query: str, documents: Sequence[SourceDocument], semantic_weight: float = 0.0) -> list[Evidence]:
+def window_evidence(
+    query: str, documents: Sequence[SourceDocument], semantic_weight: float = 0.0,
+    settings: OfflineSettings = DEFAULT_OFFLINE,
+) -> list[Evidence]:
     """What the answerability gate reads of every candidate window, as `extract_passages` forms them
     (benchmarks/abstention.py draws the gate's trade-off curve from it)."""
-    return [w.evidence for w in _windows(query, documents, semantic_weight)[2]] if documents else []
+    return [w.evidence for w in _windows(query, documents, semantic_weight, settings)[2]] if documents else []
 
 
 def extract_passages(
@@ -313,12 +300,13 @@ def extract_passages(
     max_per_document: int = 3,
     semantic_weight: float = 0.0,
     gate: AnswerGate = DEFAULT_GATE,
+    settings: OfflineSettings = DEFAULT_OFFLINE,
 ) -> list[Passage]:
     """Verbatim sentence windows from `documents` (in retrieval rank order) relevant to `query`.
 
-    Each passage is `document.content[start:end]` for a window of at most ~3 consecutive units
-    (5 for a label or table header with its list or rows; past them, up to 5, the sentences that
-    read on from it with "However", "This", ...), a lower-ranked window that opens the same paragraph
+    Each passage is `document.content[start:end]` for a window of at most `settings.window_units`
+    consecutive units (a label with its list items; up to the same count, the sentences that read on
+    from it with "However", "This", ...), a lower-ranked window that opens the same paragraph
     right before it joined in front (`_joined`), ids "p1", "p2", ... in score order
     (ties: document order, then position); at most `max_per_document` per document, never
     overlapping; then the same text on other retrieved pages, cited there too (`_with_copies`; these
@@ -331,7 +319,7 @@ def extract_passages(
     """
     if max_passages <= 0 or not documents:
         return []
-    scorer, units, windows = _windows(query, documents, semantic_weight)
+    scorer, units, windows = _windows(query, documents, semantic_weight, settings)
     if not windows:
         return []
     if not any(gate.admits(w.evidence) for w in windows):
@@ -348,7 +336,7 @@ def extract_passages(
             break
         if w is not best and (
             # The coverage floor keeps out another page's text that meets a stray part of the
-            # question; the page the answer leads with is on its topic already (rule 51).
+            # question; the page the answer leads with is on its topic already.
             (w.coverage < gate.words_gate * SECONDARY_COVERAGE_RATIO and w.doc != best.doc)
             or (w.score < SECONDARY_SCORE_RATIO * best.score and not _says_more(w, best))
             # One shared word ("team") is a coincidence; the first window already answers it.
@@ -377,7 +365,7 @@ def _says_more(w: _Window, best: _Window) -> bool:
     """`w` is on the best window's page and covers more of the question than the best window: the
     page the answer leads with says more of what was asked there, in text that scored lower (often
     for its length, as a list of required documents does), so it is kept even under half the best
-    score (docs/evaluation.md, rule 50). Not for other pages: there a lower score is also the rank."""
+    score. Not for other pages: there a lower score is also the rank."""
     return w.doc == best.doc and w.coverage > best.coverage
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 from evident.alignment.models import AlignmentDecision
-from evident.offline.composer import PREFACE_LEAD, PREFACE_TAIL
+from evident.offline.composer import OFFLINE_PREFACE
+from evident.offline.sentences import split_sentences
 
 # Citations are bracketed URLs; other brackets ("[1]" footnotes) are source text.
 _CITES = re.compile(r"((?:\[https?://[^\[\]\s]+\])+)")
@@ -31,11 +32,11 @@ def norm(text: str) -> str:
 
 
 def cited_sentences(answer: str) -> list[tuple[str, list[str]]]:
-    """(sentence, urls) pairs; fails if any text is left without a citation after it."""
+    """(sentence, urls) pairs, a citation shared by the sentences before it; fails if any text is
+    left without a citation after it."""
     body = answer
-    if body.startswith(PREFACE_LEAD):
-        head, _, body = body.partition(PREFACE_TAIL)
-        assert head
+    if body.startswith(OFFLINE_PREFACE):
+        body = body.removeprefix(OFFLINE_PREFACE)
     pieces = _CITES.split(body)
     assert not pieces[-1].strip(), f"uncited text at the end: {pieces[-1]!r}"
     out = []
@@ -44,7 +45,9 @@ def cited_sentences(answer: str) -> list[tuple[str, list[str]]]:
         if sentence.startswith("- "):
             sentence = sentence[2:]
         assert sentence, "a citation with no sentence before it"
-        out.append((sentence, re.findall(r"\[([^\[\]]+)\]", cites)))
+        # Consecutive sentences of one stretch of text share one citation: each is read back with it.
+        urls = re.findall(r"\[([^\[\]]+)\]", cites)
+        out.extend((sentence[a:b], urls) for a, b in split_sentences(sentence))
     return out
 
 

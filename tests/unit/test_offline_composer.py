@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evident.offline.composer import PREFACE_LEAD, PREFACE_TAIL, answer_coverage, compose_answer, preface
+from evident.context import OfflineSettings
+from evident.offline.composer import OFFLINE_PREFACE, PREFACE, answer_coverage, compose_answer, preface
 from evident.offline.voice import PromptReader
 from tests.support.offline import assert_grounded, cited_sentences, decision, norm
 
@@ -27,7 +28,7 @@ def test_every_sentence_is_cited_and_verbatim() -> None:
                  "Refund requests for annual plans are submitted by a workspace owner\nthrough the portal."),
     ]
     answer = compose_answer("How many days do I have to get a refund on an annual plan?", decisions)
-    assert not answer.startswith(PREFACE_LEAD)
+    assert not answer.startswith(PREFACE)
     pairs = assert_grounded(answer, decisions)
     assert [s for s, _ in pairs] == [
         "Annual plans can be refunded within 30 days of purchase.",
@@ -35,7 +36,9 @@ def test_every_sentence_is_cited_and_verbatim() -> None:
         "Refund requests for annual plans are submitted by a workspace owner through the portal.",
     ]
     assert all(urls == [BILLING] for _, urls in pairs)
-    assert answer.startswith(f"Annual plans can be refunded within 30 days of purchase. [{BILLING}] Monthly")
+    # Consecutive sentences of one passage share one citation; the next passage gets its own.
+    assert answer.startswith("Annual plans can be refunded within 30 days of purchase. Monthly")
+    assert answer.count(f"[{BILLING}]") == 2
 
 
 def test_duplicate_sentence_from_two_documents_is_merged() -> None:
@@ -77,9 +80,7 @@ def test_weak_evidence_gets_the_preface_and_bullets() -> None:
     assert answer_coverage(query, " ".join(d.quote for d in decisions)) < 0.5
     answer = compose_answer(query, decisions)
     first, *rest = answer.splitlines()
-    assert first == preface(query)
-    assert first.startswith(f"{PREFACE_LEAD} whether you can schedule automatic retries every 5 minutes")
-    assert first.endswith(PREFACE_TAIL)
+    assert first == preface() == OFFLINE_PREFACE
     assert rest == [
         f"- Throttled requests receive HTTP 429 with a Retry-After header. [{LIMITS}]",
         f"- Clients that are throttled should schedule a retry after the Retry-After delay. [{LIMITS}]",
@@ -89,21 +90,20 @@ def test_weak_evidence_gets_the_preface_and_bullets() -> None:
 
 def test_weak_coverage_threshold_is_configurable() -> None:
     decisions = [decision("p1", BILLING, REFUND)]
-    query = "How many days do I have to get a refund on an annual plan?"
-    assert not compose_answer(query, decisions).startswith(PREFACE_LEAD)
-    assert compose_answer(query, decisions, weak_coverage=1.01).startswith(PREFACE_LEAD)
+    query = "How many days do I have to get a refund on an annual plan in Japan?"
+    assert 0.5 <= answer_coverage(query, REFUND) < 1.0
+    assert not compose_answer(query, decisions).startswith(PREFACE)
+    assert compose_answer(query, decisions, settings=OfflineSettings(weak_coverage=1.0)).startswith(PREFACE)
 
 
-def test_preface_wording() -> None:
-    assert preface("How do I reset my password?") == (
-        f"{PREFACE_LEAD} how to reset your password. {PREFACE_TAIL}"
-    )
-    assert preface("What is the refund window for PayPal?") == (
-        f"{PREFACE_LEAD} what the refund window for PayPal is. {PREFACE_TAIL}"
-    )
-    assert preface("Does PayPal work in Japan?") == (
-        f'{PREFACE_LEAD} the answer to "Does PayPal work in Japan?". {PREFACE_TAIL}'
-    )
+def test_the_preface_is_one_sentence_that_never_quotes_the_message() -> None:
+    decisions = [decision("p1", LIMITS, "Throttled requests receive HTTP 429 with a Retry-After header.")]
+    long_message = ("We moved our integration to a new region last week and our nightly job now fails. "
+                    "My manager wants a fix today. Can I schedule automatic retries every 5 minutes?")
+    first = compose_answer(long_message, decisions).splitlines()[0]
+    assert first == OFFLINE_PREFACE
+    assert first.startswith(PREFACE) and first.count(".") == 0
+    assert not {"region", "manager", "nightly", "schedule"} & set(first.casefold().replace(";", " ").split())
 
 
 def test_dropped_and_noise_are_left_out() -> None:
@@ -159,17 +159,7 @@ def test_table_rows_and_non_latin() -> None:
     assert f"- Bank transfer | Annual plans only [{BILLING}]" in answer.splitlines()
     assert_grounded(answer, decisions)
     answer = compose_answer("返金の期限", decisions[1:])
-    assert answer.startswith(f"返金は30日以内に申請してください。 [{POLICY}] 期限を過ぎると")
-    assert_grounded(answer, decisions)
-
-
-def test_passages_far_off_topic_are_left_out() -> None:
-    decisions = [
-        decision("p1", BILLING, REFUND),
-        decision("p2", LIMITS, "The Starter plan includes 5 GB of storage."),
-    ]
-    answer = compose_answer("How many days do I have to get a refund on an annual plan?", decisions)
-    assert "Starter" not in answer
+    assert answer.startswith("返金は30日以内に申請してください。 期限を過ぎると")
     assert_grounded(answer, decisions)
 
 
@@ -331,7 +321,7 @@ def test_a_passage_is_read_from_its_first_on_topic_sentence() -> None:
 
 def test_a_question_is_shown_with_its_answer() -> None:
     # A FAQ question (or a title line) kept when the answer is cut says nothing without the sentence
-    # after it: the pair takes the last place and one more (never past MAX_LONG_SENTENCES).
+    # after it: the pair takes the last place and one more (never past `max_long_sentences`).
     query = "What does family coverage cost for a child?"
     decisions = [
         decision("p1", POLICY, "Family coverage is offered for the spouse and each child of a service member. "

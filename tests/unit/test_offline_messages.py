@@ -9,10 +9,13 @@ from pathlib import Path
 from evident.alignment.models import AlignmentDecision, SourceDocument
 from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.index.fts_query import weighted_terms
+from evident.context import OfflineSettings
 from evident.conversation.asking import SCENARIO_WEIGHT, message_parts, message_words
 from evident.offline.answerability import DEFAULT_GATE
-from evident.offline.composer import MAX_LONG_SENTENCES, MAX_SENTENCES, compose_answer
+from evident.offline.composer import compose_answer
 from evident.offline.extractor import address_score, extract_passages
+
+SETTINGS = OfflineSettings()
 
 LEAVE = SourceDocument(
     url="hr/leave.md", title="Leave",
@@ -133,15 +136,17 @@ def test_answers_stay_short_and_on_topic_unless_a_sentence_continues_the_last() 
     many = " ".join(f"Parental leave rule {i} applies to leave taken in block {i}." for i in range(1, 9))
     long_answer = compose_answer("Which parental leave rules apply?", [decision("hr/leave.md", many)])
     # Sentences as on-topic as the best one make a longer answer, never a page.
-    assert MAX_SENTENCES < long_answer.count("[hr/leave.md]") == MAX_LONG_SENTENCES
+    assert SETTINGS.max_sentences < long_answer.count("applies to leave") == SETTINGS.max_long_sentences
+    # One stretch of the page: one citation after its last sentence.
+    assert long_answer.count("[hr/leave.md]") == 1 and long_answer.endswith("[hr/leave.md]")
     weaker = [decision(f"KB-{i}", f"Parental leave is booked in block {i}.") for i in range(1, 9)]
     usual = compose_answer("Which parental leave rules apply?",
                            [decision("hr/leave.md", "Parental leave rules apply to all employees."), *weaker])
-    assert usual.count("[") == MAX_SENTENCES <= 4
+    assert usual.count("[") == SETTINGS.max_sentences <= 4
     assert usual.startswith("Parental leave rules apply to all employees. [hr/leave.md]")
 
 
 def test_yes_after_a_question_is_kept_as_its_answer() -> None:
     quote = "Can unused leave be carried over?\nYes. Up to five days carry over to the next year."
     answer = compose_answer("Can I carry over unused leave?", [decision("hr/leave.md", quote)])
-    assert "Yes. [hr/leave.md]" in answer
+    assert "Can unused leave be carried over? Yes. Up to five days" in answer
