@@ -211,6 +211,10 @@ class _Found:
         self.pool = pool
         self.candidates: dict[tuple[int, int], _Candidate] = {}
         self._bounds: list[float] = []  # a min-heap of the `pool` highest upper bounds
+        # The pool, kept as candidates are added (in their order) and cut when the floor rises: reading
+        # it is then about `pool` steps, not one per candidate (the candidates grow with near-duplicates).
+        self._pooled: list[_Candidate] = []
+        self._pooled_floor = -math.inf
 
     def add(self, key: tuple[int, int], candidate: _Candidate) -> None:
         candidate.bound = candidate.high
@@ -219,6 +223,8 @@ class _Found:
             heapq.heappush(self._bounds, candidate.bound)
         elif candidate.bound > self._bounds[0]:
             heapq.heapreplace(self._bounds, candidate.bound)
+        if candidate.bound >= self.floor():  # below it, never in the pool: the floor only rises
+            self._pooled.append(candidate)
 
     def floor(self) -> float:
         """The `pool`-th highest upper bound (-inf before there are `pool`): a document whose bound is below
@@ -226,9 +232,12 @@ class _Found:
         return self._bounds[0] if len(self._bounds) >= self.pool else -math.inf
 
     def pooled(self) -> list[_Candidate]:
-        """The candidates in the pool now (it changes only as candidates are added)."""
+        """The candidates in the pool now (it changes only as candidates are added), in the order they were."""
         floor = self.floor()
-        return [c for c in self.candidates.values() if c.bound >= floor]
+        if floor > self._pooled_floor:
+            self._pooled = [c for c in self._pooled if c.bound >= floor]
+            self._pooled_floor = floor
+        return list(self._pooled)
 
     def kth(self, pooled: Sequence[_Candidate]) -> float:
         """The k-th best lower bound in the pool (-inf before there are k): the k-th best exact score of the
