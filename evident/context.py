@@ -91,9 +91,9 @@ class OfflineSettings(BaseModel):
     strong_relevance: float = Field(
         0.67, ge=0.0, le=2.0, description="A sentence this share as on-topic as the best one (by the "
         "question's words) lengthens the answer up to `max_long_sentences`.")
-    weak_coverage: float = Field(
-        0.5, ge=0.0, le=1.0, description="Below this share of the question's word weight in the shown "
-        "sentences, the answer opens with the one-line 'does not explicitly state' preface.")
+    passage_decay: float = Field(
+        0.7, ge=0.0, le=1.0, description="When the answer must be cut, a sentence's relevance counts "
+        "passage_decay ** k for the k-th passage (the extractor ranked passages on more than words).")
 
 
 # The defaults, shared by the offline functions' signatures (the settings are frozen).
@@ -588,6 +588,11 @@ def file_settings(config: str | Path | None) -> dict[str, Any]:
         if key == EMBEDDINGS_SECTION and isinstance(value, dict):
             flat.update(_embeddings_section(path, value))
             continue
+        if key == "offline" and isinstance(value, dict):
+            # Named with the file and the nearest key, as a misspelt key of any other section is.
+            unknown = sorted(str(k) for k in value if k not in OfflineSettings.model_fields)
+            if unknown:
+                raise unknown_key(path, unknown[0], OfflineSettings.model_fields, "offline")
         if isinstance(value, dict) and key in _SECTIONS:
             names: dict[str, str] = _MODEL_KEYS if key == "model" else {}
             for name in value:

@@ -20,7 +20,11 @@ from evident.offline.sentences import CONTINUATIONS, Kind, is_noise, split_units
 from evident.offline.terms import content_keys, coverage, query_weights, unit_terms
 from evident.offline.voice import PromptReader, unprompted
 
-__all__ = ["compose_answer", "answer_coverage", "preface", "OFFLINE_PREFACE", "PREFACE"]
+__all__ = ["WEAK_COVERAGE", "compose_answer", "answer_coverage", "preface", "OFFLINE_PREFACE", "PREFACE"]
+
+# Below this share of the question's word weight in the shown sentences, the answer is weak: it opens
+# with the one-line preface and shows its sentences as a list of details.
+WEAK_COVERAGE = 0.5
 
 
 @dataclass
@@ -151,10 +155,12 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
     return out
 
 
-def _rank(s: _Sentence) -> tuple[bool, bool, float, int]:
+def _rank(s: _Sentence, decay: float) -> tuple[bool, bool, float, int]:
     """When the answer must be cut: the best passage first, then the strong sentences, then by
-    query-term relevance (a continuation's is the sentence's it continues), then in order."""
-    return (not s.lead, not s.strong, -max(s.relevance, s.carried), s.order)
+    query-term relevance (a continuation's is the sentence's it continues) times `decay` ** its
+    passage's place (`OfflineSettings.passage_decay`: the extractor ranked the passages on more than
+    the question's words, and a follow-up's carried words reach pages about the earlier turn)."""
+    return (not s.lead, not s.strong, -max(s.relevance, s.carried) * decay ** s.passage, s.order)
 
 
 def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
@@ -253,7 +259,7 @@ def _kept_orders(sentences: list[_Sentence], cap: int, settings: OfflineSettings
     page's copy, or left out of the quote: `after_gap`), the line is ranked on its own."""
     following = {s.order - 1: s for s in sentences}
     keep: set[int] = set()
-    for s in sorted(sentences, key=_rank):
+    for s in sorted(sentences, key=lambda s: _rank(s, settings.passage_decay)):
         if len(keep) >= cap:
             break
         if s.order in keep:
@@ -388,7 +394,7 @@ def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *,
     `said` holds the conversation's earlier answers: a sentence one of them already gave is left
     out, unless no other sentence answers the question.
 
-    When the chosen sentences cover less than `settings.weak_coverage` of the query's term weight, the
+    When the chosen sentences cover less than `WEAK_COVERAGE` of the query's term weight, the
     answer is the one-line "does not explicitly state" preface followed by the details as bullets. "" when nothing
     citable is left.
     """
@@ -399,6 +405,6 @@ def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *,
     if not sentences:
         return ""
     covered = answer_coverage(query, " ".join(s.text for s in selected))  # a prompt says what is answered
-    if covered < settings.weak_coverage:
+    if covered < WEAK_COVERAGE:
         return _render_weak(sentences)
     return _render(sentences)

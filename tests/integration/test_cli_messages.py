@@ -139,6 +139,7 @@ def test_bad_input_with_json_is_a_json_error(args: list[str], command: str, need
         ("[retreival]\ntop_n = 3\n", "'retreival'", "retrieval"),
         ('[model]\nnmae = "x"\n', "'nmae' in [model]", "name"),
         ('[embeddings]\nprovidr = "none"\n', "'providr' in [embeddings]", "provider"),
+        ("[offline]\nwindow_unit = 2\n", "'window_unit' in [offline]", "window_units"),
         ('[server]\ncors_origin = ["http://a.test"]\n', "'cors_origin' in [server]", "cors_origins"),
     ],
 )

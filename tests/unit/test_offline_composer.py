@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evident.context import OfflineSettings
 from evident.offline.composer import OFFLINE_PREFACE, PREFACE, answer_coverage, compose_answer, preface
 from evident.offline.voice import PromptReader
 from tests.support.offline import assert_grounded, cited_sentences, decision, norm
@@ -86,14 +85,6 @@ def test_weak_evidence_gets_the_preface_and_bullets() -> None:
         f"- Clients that are throttled should schedule a retry after the Retry-After delay. [{LIMITS}]",
     ]
     assert_grounded(answer, decisions)
-
-
-def test_weak_coverage_threshold_is_configurable() -> None:
-    decisions = [decision("p1", BILLING, REFUND)]
-    query = "How many days do I have to get a refund on an annual plan in Japan?"
-    assert 0.5 <= answer_coverage(query, REFUND) < 1.0
-    assert not compose_answer(query, decisions).startswith(PREFACE)
-    assert compose_answer(query, decisions, settings=OfflineSettings(weak_coverage=1.0)).startswith(PREFACE)
 
 
 def test_the_preface_is_one_sentence_that_never_quotes_the_message() -> None:
