@@ -14,9 +14,10 @@ abstention; unanswerable abstained) and those of `evident eval` on the examples 
 cited quote), plus the share of answer words outside any cited stretch (the weak answer's preface).
 
 Coordinate search: each field in turn over its grid (`GRID`), keeping the value with the best objective
-(groundedness + first-citation + evidence recall + the unanswerable share refused, tune split plus
-examples) among those whose tune false abstention stays at most `--max-false`. Only the tune split is
-searched; `--holdout` measures the holdout once, with the settings found.
+(groundedness + first-citation + evidence recall + the unanswerable share refused, counted over the tune
+split's and the examples' questions together) among those whose tune false abstention stays at most
+`--max-false`. Only the tune split is searched; `--holdout` measures the holdout once, with the
+settings found.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import pickle
 import re
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,9 @@ class Figures:
     refused: int
     answer_words: int
     uncited_words: int
+
+    def __add__(self, other: Figures) -> Figures:
+        return Figures(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
     @property
     def objective(self) -> float:
@@ -170,7 +174,8 @@ def search(start: Any, rounds: int, jobs: int, max_false: float) -> Any:
         tune, ex = seen[s.model_dump_json()]
         if tune.false_abstention > max_false * tune.answerable:
             return -1.0
-        return tune.objective + (ex.objective if ex else 0.0)
+        # Pooled by question, so that the 70 examples weigh as 70 questions, not as the 612 of tune.
+        return (tune + ex).objective if ex else tune.objective
 
     # A fresh process per setting: nothing one setting imports or caches leaks into the next.
     with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=1) as pool:

@@ -198,8 +198,8 @@ def _folded(text: str) -> str:
 
 
 def _unrepeated(sentences: list[_Sentence]) -> list[_Sentence]:
-    """Without the sentences another one of the same page already says word for word ("Health care"
-    inside "...your VA benefits and health care"): they add nothing, and their citation would resolve
+    """Without the sentences another one of the same page already says word for word ("Parking"
+    inside "...free parking for visitors"): they add nothing, and their citation would resolve
     to the copy inside the other sentence instead of where they were quoted from."""
     folded = [_folded(s.text) for s in sentences]
     return [

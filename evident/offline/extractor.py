@@ -81,7 +81,7 @@ def _grow(
         last = k
         count += 1
     # Past its length, the window still reads on into a sentence that opens by taking it up ("However,
-    # you probably won't...", "Here are some suggestions."): cut before it, the quote stops mid-thought.
+    # the fee is not refunded.", "Here is how."): cut before it, the quote stops mid-thought.
     # Only the window's own units score.
     end = last
     k = _follows(units, first, end, used, relevant, whole)
@@ -108,19 +108,19 @@ def _opening_heading(units: Sequence[Unit], first: int, used: set[int], text: st
     when that is the heading that opens the page's text (only the page's title line, or page chrome,
     above it), else `first`.
 
-    "What is Exit Counseling?", "How do I order personalized plates?" under the page's title line
+    "What is a grace period?", "How do I renew a permit?" under the page's title line
     say what the whole page answers: quoted with the text under it, the composer shows it right
     before its first sentence (it pairs a title line with that sentence). doc2dial's gold often is
     that heading. Deeper section headings are left out: their text answers on its own, and shown
-    first they push the sentence that holds the answer to second place (docs/evaluation.md, rule 45).
+    first they push the sentence that holds the answer to second place.
     Only the nearest heading, never the page's first line (its title, which the citation names)."""
     u = units[first]
     h = first - 1
     if h < 1 or u.kind != "prose" or u.label or u.section != h or h in used or units[h].noise:
         return first
     # The page's first line is its title line however it was read: run together with the breadcrumbs
-    # after it ("...for Graduate/Professional StudentsWilliam D. Ford Federal Direct Loan Program...")
-    # it is too long for a heading, yet the heading under it still opens the page's text (rule 56).
+    # after it ("...for Contract StaffTessellate Benefits Program...")
+    # it is too long for a heading, yet the heading under it still opens the page's text.
     # A first line that ends like a sentence is text, not a title.
     top = units[0]
     titled = top.noise or (top.kind in ("prose", "heading")
@@ -167,7 +167,7 @@ def _window(
     terms = frozenset().union(*(u.terms for u in span if not u.noise))
     unit_pairs = frozenset().union(*(u.pairs for u in span if not u.noise))
     # Only the text counts toward the length penalty: a FAQ's question or a list's label in front
-    # of its answer ("How much will I pay?" + "Nothing. We provide...") is what makes it one.
+    # of its answer ("How much will I pay?" + "Nothing. The company covers...") is what makes it one.
     n_words = sum(len(u.key) for u in span if not u.label)
     text = [u for u in span if not u.noise and not u.label]
     text_terms = frozenset().union(*(u.terms for u in text))
@@ -176,11 +176,11 @@ def _window(
     above = heading_terms(scorer, units, units[first], d)
     heads = terms.difference(text_terms) | above
     score = window_score(scorer, d, full, own, text_terms, heads, n_words)
-    # The heading a window sits under is part of what it says ("I need an extension" above "If
-    # you are out of state..."); above the first heading, that is the page title. A name the
+    # The heading a window sits under is part of what it says ("I need more time" above "If
+    # you are travelling..."); above the first heading, that is the page title. A name the
     # question asks about ("Tessellate") is shared when the page names it, as coverage counts it:
     # "Passwords must be at least 14 characters long." on that company's page shares two words with
-    # "What is the minimum length for a password at Tessellate?", not one (rule 52).
+    # "What is the minimum length for a password at Tessellate?", not one.
     named = scorer.names_in(d)
     return _Window(
         d, first, last, score, scorer.coverage(terms | above, d),
@@ -246,7 +246,7 @@ def _windows(
         # The best window is the answer's lead: it takes the rest of its paragraph (up to `window_units`).
         # So does each page's own best window, where that page answers if it is the one cited, and a
         # window opening a section (the first unit under a heading or under the page title), which
-        # starts a thought the sentences after it develop (docs/evaluation.md, rules 24, 48, 49).
+        # starts a thought the sentences after it develop.
         whole = d not in opened or units[d][i].depth == 1
         first, last, end = _grow(units[d], i, used[d], relevant[d], documents[d].content, settings.window_units,
                                  whole=whole)
@@ -371,9 +371,9 @@ def _says_more(w: _Window, best: _Window) -> bool:
 
 def _joined(chosen: list[tuple[int, int, int]], units: list[tuple[Unit, ...]]) -> list[tuple[int, int, int]]:
     """`chosen` windows (best first), each joined by a lower-ranked one that opens its paragraph
-    right before it: the reader gets "Your feedback is important to us. You can submit a complaint..."
+    right before it: the reader gets "We read every complaint. You can submit one online..."
     in the page's order, at the better window's rank, rather than its opening later, cut off from
-    what it introduces (docs/evaluation.md, rule 41). Text after a window stays a passage of its own:
+    what it introduces. Text after a window stays a passage of its own:
     appended, it lengthens the lead passage the composer keeps whole (measured: fewer gold answers)."""
     out: list[tuple[int, int, int]] = []
     for d, first, last in chosen:
@@ -398,7 +398,7 @@ def _with_copies(
 
     Near-duplicate pages (doc2dial's "(variant 2)" copies, one policy on two sites) say the same
     thing; the composer merges identical sentences under all their URLs, so the answer is unchanged
-    but cites each page that says it, not only the higher-ranked one (docs/evaluation.md, rule 32).
+    but cites each page that says it, not only the higher-ranked one.
     Appended last, so that the ranking of the passages (and of their sentences) stays as it was.
     """
     out = list(passages)

@@ -1,9 +1,9 @@
 """FAQ prompts in the reader's voice, which the offline composer selects but does not show.
 
-FAQ pages often put the question they answer as their reader would say it: "I received a Letter that
-states my license is suspended. What can I do?", "My vehicle plates were lost, stolen or destroyed."
+FAQ pages often put the question they answer as their reader would say it: "I received a letter that
+says my badge is blocked. What can I do?", "My laptop was lost or stolen."
 Shown in an answer, such a line reads as the answer speaking about itself, and it is never the
-evidence: the sentence under it is (docs/evaluation.md, rule 55). Pure Python, no framework imports.
+evidence: the sentence under it is. Pure Python, no framework imports.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ def unprompted(sentences: list[S], every: list[S]) -> list[S]:
     the prompts whose answer is shown right after them: the first sentence after them in their passage
     that is no prompt, when it shares a question word (`relevance` > 0) and so answers the reader
     directly. A prompt stays in every other case: when that sentence shares no question word, the
-    prompt is what ties it to the question ("My vehicle plates were lost, stolen or destroyed." before
-    "You must surrender the vehicle registration to the DMV."); when it was cut, the prompt is what
+    prompt is what ties it to the question ("My laptop was lost or stolen." before
+    "You must report the device to the IT service desk."); when it was cut, the prompt is what
     the answer kept of its passage (and its page's citation). A prompt merged with the same line of
     another page is hidden only when its answer is cited on every page it is. So the words of a hidden
     prompt are always said by the answer that follows it, on the same pages."""
