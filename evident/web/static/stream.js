@@ -63,12 +63,19 @@ export async function* serverSentEvents(body) {
   }
 }
 
+/** A LangGraph `Overwrite` as the API sends it: the value replaces the channel instead of going to its reducer. */
+function isOverwrite(value) {
+  return value !== null && typeof value === "object" && value.type === "__overwrite__" && "value" in value;
+}
+
 /** The state after a step's `update`, as the graph's reducers would make it. */
 export function applyUpdate(state, node, update) {
   if (!update || typeof update !== "object") return state;
   const next = node === FIRST_STEP ? {} : { ...state };
   for (const [key, value] of Object.entries(update)) {
-    if (ADDITIVE.has(key) && node !== FIRST_STEP) next[key] = [...(next[key] || []), ...(value || [])];
+    // A query's first step that reads the index replaces what the thread's previous query left.
+    if (isOverwrite(value)) next[key] = value.value;
+    else if (ADDITIVE.has(key) && node !== FIRST_STEP) next[key] = [...(next[key] || []), ...(value || [])];
     else if (key === "timings_ms") next[key] = { ...(node === FIRST_STEP ? {} : next[key]), ...value };
     else next[key] = value;
   }

@@ -293,8 +293,8 @@ export function showDocument(state, url, { active = [], others = [], caption = "
 }
 
 /**
- * Scrolls the document so the first visible active mark sits in the middle of the document's box, and the
- * page (only if it must) so the whole panel is on screen.
+ * Scrolls the document so the first visible active mark sits in the middle of the document's box (at its top
+ * when the mark is taller than the box), and the page (only if it must) so the whole panel is on screen.
  */
 export function centre(marks) {
   const box = $("doc-text");
@@ -305,8 +305,10 @@ export function centre(marks) {
   if (!first) return;
   const mark = first.getBoundingClientRect();
   const inner = box.getBoundingClientRect();
-  const offset = mark.top - inner.top + mark.height / 2;
-  box.scrollTop = Math.max(0, offset - box.clientHeight / 2);
+  const top = mark.top - inner.top;
+  // A mark taller than the box starts at its top: centred, its first words would be scrolled away.
+  const offset = mark.height >= box.clientHeight ? top - 8 : top + mark.height / 2 - box.clientHeight / 2;
+  box.scrollTop = Math.max(0, offset);
 }
 
 export function otherSpans(state, url, exceptIndex = -1) {
