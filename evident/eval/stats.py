@@ -59,8 +59,9 @@ def rate(hits: int, n: int) -> Estimate:
     return Estimate(value=p, ci_low=min(float(low), p), ci_high=max(float(high), p), n=n, kind="rate", hits=hits)
 
 
-def mean(values: Sequence[float]) -> Estimate:
-    """The mean with its 95% Student-t interval (no interval below two values)."""
+def mean(values: Sequence[float], bounds: tuple[float, float] | None = None) -> Estimate:
+    """The mean with its 95% Student-t interval (no interval below two values), cut to `bounds` for a
+    measure that cannot leave them (a share: a t interval near 1 reaches past it)."""
     n = len(values)
     if n == 0:
         return Estimate(value=None, ci_low=None, ci_high=None, n=0, kind="mean")
@@ -72,6 +73,8 @@ def mean(values: Sequence[float]) -> Estimate:
     if all(v == values[0] for v in values):
         return Estimate(value=m, ci_low=m, ci_high=m, n=n, kind="mean")
     low, high = DescrStatsW(list(values)).tconfint_mean(alpha=0.05)
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
     return Estimate(value=m, ci_low=_finite(low), ci_high=_finite(high), n=n, kind="mean")
 
 

@@ -73,8 +73,8 @@ def method_metrics(rows: Sequence[Row], ngram_n: int, threshold: float) -> dict[
     for n in (1, *m.ANSCOV_NS):
         scores = [s for r in ok if (s := m.coverage(r.record.facts, r.documents, n)) is not None]
         suffix = "" if n == 1 else f"_at_{n}"
-        out[f"anscov{suffix}"] = mean([s[0] for s in scores])
-        out[f"docfocus{suffix}"] = mean([s[1] for s in scores])
+        out[f"anscov{suffix}"] = mean([s[0] for s in scores], bounds=(0.0, 1.0))
+        out[f"docfocus{suffix}"] = mean([s[1] for s in scores], bounds=(0.0, 1.0))
 
     spoken = [m.answer_length(r.record.answer) for r in ok if r.record.outcome == "answered"]
     out["answer_sentences"] = mean([float(s) for s, _ in spoken])
