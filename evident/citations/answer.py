@@ -35,6 +35,31 @@ class Unit:
     flagged: bool = False
 
 
+# A Markdown table is one unit: its lines (header, rule, rows) as its text, and the citations on the
+# line after it. Cited inside a cell, a marker would be a cell of its own, which Markdown renderers
+# drop when the header has fewer; after the table it cites every row.
+_TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_RULE = re.compile(r"^[\s|:-]*-[\s|:-]*$")
+
+
+def is_table(text: str) -> bool:
+    """Whether a unit's text is a Markdown table (every line a `| … |` row)."""
+    lines = text.splitlines()
+    return len(lines) > 1 and all(_TABLE_LINE.match(x) for x in lines)
+
+
+def table_rows(text: str) -> list[str]:
+    """A table unit's lines that hold text (its header and rows; not the `|---|` rule)."""
+    return [x.strip() for x in text.splitlines() if x.strip() and not _TABLE_RULE.match(x)]
+
+
+def _citations_only(body: str, known: Collection[str]) -> list[str] | None:
+    """The cited ids of a line made of citation markers alone, else None."""
+    urls = [m.group(1) for m in BRACKETED.finditer(body) if is_citation(m.group(1), known)]
+    rest = BRACKETED.sub(lambda m: "" if is_citation(m.group(1), known) else m.group(0), body)
+    return urls if urls and not rest.strip() else None
+
+
 @dataclass
 class Line:
     prefix: str
@@ -61,7 +86,21 @@ def citations_in(text: str, known: Collection[str] = ()) -> list[str]:
 def parse_answer(text: str, known: Collection[str] = ()) -> list[Line]:
     """Lines of cited units; `[x]` is a citation when `is_citation(x, known)`, otherwise text."""
     lines: list[Line] = []
+    table: Unit | None = None  # the last table read, until a line that is not blank or its citations
     for raw in text.splitlines():
+        if _TABLE_LINE.match(raw):
+            if table is not None and lines and lines[-1].units == [table]:
+                table.text += "\n" + raw.strip()
+            else:
+                table = Unit(raw.strip())
+                lines.append(Line("", [table]))
+            continue
+        if table is not None and raw.strip():
+            cited = _citations_only(raw.strip(), known)
+            table_unit, table = table, None
+            if cited is not None:
+                table_unit.urls.extend(cited)
+                continue
         if not raw.strip():
             if lines and lines[-1].units:
                 lines.append(Line("", []))  # paragraph break
@@ -101,6 +140,11 @@ def render_answer(lines: Sequence[Line]) -> str:
             if out and out[-1]:
                 out.append("")
             continue
+        if len(line.units) == 1 and is_table(line.units[0].text):
+            u = line.units[0]
+            cites = "".join(f"[{x}]" for x in dict.fromkeys(u.urls)) + (" [unsupported]" if u.flagged else "")
+            out.append(u.text + (f"\n\n{cites.strip()}" if cites else ""))
+            continue
         parts: list[str] = []
         for u in line.units:
             urls = list(dict.fromkeys(u.urls))
@@ -118,8 +162,11 @@ def units_of(lines: Iterable[Line]) -> Iterable[Unit]:
 
 
 def support(text: str, decision: AlignmentDecision, n: int) -> float:
-    """How well a verified passage supports a sentence: overlap_n(sentence, passage quote)."""
+    """How well a verified passage supports a sentence: overlap_n(sentence, passage quote); a table,
+    by its least supported row (rows a table shows together need not stand together in the source)."""
     parts = decision.quote.split(" … ") if decision.quote else []
+    if is_table(text):
+        return min((support(row, decision, n) for row in table_rows(text)), default=0.0)
     return max((overlap_n(text, q, n) for q in parts), default=0.0)
 
 
@@ -208,7 +255,16 @@ def resolve_citation(
     threshold: float,
     measure: SupportMeasure | None = None,
 ) -> Citation:
-    """The passages of `url` that support `sentence`, and the exact spans of the sentence in them."""
+    """The passages of `url` that support `sentence`, and the exact spans of the sentence in them (of
+    each of its rows, for a table)."""
+    if is_table(sentence):
+        rows = [resolve_citation(row, url, verified, documents, n=n, threshold=threshold, measure=measure)
+                for row in table_rows(sentence)]
+        page = next((d for d in documents if d.url == url), None)
+        row_spans = sorted({span for row in rows for span in row.spans})
+        return Citation(sentence=sentence, url=url, spans=row_spans,
+                        passage_ids=list(dict.fromkeys(p for row in rows for p in row.passage_ids)),
+                        quote=quote_of(page.content, row_spans) if page is not None else "")
     m = measure or NgramSupport(n, threshold)
     doc = next((d for d in documents if d.url == url), None)
     mine = [d for d in verified if d.url == url]

@@ -54,6 +54,10 @@ class _Sentence:
     prompt: bool = False  # a FAQ prompt in the reader's voice (offline/voice.py): selected, not shown
     # The unit right before it in its quote is the sentence before it in the list (nothing skipped).
     adjacent: bool = False
+    # A table row, with the header row of its table (the row above the |---| line; itself, for that
+    # row), shown in a table of the rows kept.
+    row: bool = False
+    header: str | None = None
 
 
 def answer_coverage(query: str, text: str) -> float:
@@ -120,7 +124,10 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
             units = _units(part)
             reader = PromptReader(part)
             shown_before = -2  # the index in `units` of the last unit appended from this part
+            header_row: str | None = None
             for i, (raw, kind) in enumerate(units):
+                if kind != "row":
+                    header_row = None
                 if kind in ("heading", "fence", "rule") or is_noise(raw, kind):
                     continue
                 bullet = kind in ("item", "row", "code")
@@ -145,6 +152,9 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
                 header = i + 1 < len(units) and not units[i + 1][0].strip(_TABLE_RULE)
                 if kind == "row" and "|" in text and not header:
                     sentence.key = text.split("|", 1)[0]
+                if kind == "row":
+                    header_row = text if header else header_row
+                    sentence.row, sentence.header = True, header_row
                 sentence.parent = last_label if bullet else None
                 if label:
                     last_label = sentence.order
@@ -350,6 +360,31 @@ def _same_stretch(s: _Sentence, nxt: _Sentence) -> bool:
             and nxt.adjacent and not nxt.after_gap and nxt.urls == s.urls)
 
 
+def _table(rows: list[_Sentence]) -> str:
+    """Rows of one table as a Markdown table under their header row (the first row, when the quote
+    has none), every line the source's cells, then the rows' citations on a line of their own."""
+    header = rows[0].header or rows[0].text
+    body = [r.text for r in rows if r.text != header]
+    columns = header.count("|") + 1
+    lines = [f"| {header} |", "|" + "---|" * columns, *(f"| {text} |" for text in body)]
+    urls = dict.fromkeys(u for r in rows for u in r.urls)
+    return "\n".join(lines) + "\n\n" + "".join(f"[{u}]" for u in urls)
+
+
+def _tables(sentences: list[_Sentence]) -> list[_Sentence | list[_Sentence]]:
+    """`sentences` with each run of rows of one table (one passage, one header) gathered in a list."""
+    out: list[_Sentence | list[_Sentence]] = []
+    for s in sentences:
+        last = out[-1] if out else None
+        if s.row and isinstance(last, list) and last[-1].passage == s.passage and last[-1].header == s.header:
+            last.append(s)
+        elif s.row:
+            out.append([s])
+        else:
+            out.append(s)
+    return out
+
+
 def _render(sentences: list[_Sentence]) -> str:
     blocks: list[str] = []
     paragraph: list[str] = []
@@ -364,7 +399,12 @@ def _render(sentences: list[_Sentence]) -> str:
             blocks.append("\n".join(bullets))
             bullets.clear()
 
-    for n, s in enumerate(sentences):
+    items = _tables(sentences)
+    for n, s in enumerate(items):
+        if isinstance(s, list):
+            flush()
+            blocks.append(_table(s))
+            continue
         if s.bullet:
             if paragraph:
                 flush()
@@ -372,8 +412,8 @@ def _render(sentences: list[_Sentence]) -> str:
             continue
         if bullets or (paragraph and s.passage != passage):
             flush()
-        nxt = sentences[n + 1] if n + 1 < len(sentences) else None
-        paragraph.append(s.text if nxt is not None and _same_stretch(s, nxt) else _cite(s))
+        nxt = items[n + 1] if n + 1 < len(items) else None
+        paragraph.append(s.text if isinstance(nxt, _Sentence) and _same_stretch(s, nxt) else _cite(s))
         passage = s.passage
     flush()
     return "\n\n".join(blocks)
@@ -381,10 +421,13 @@ def _render(sentences: list[_Sentence]) -> str:
 
 def _render_weak(sentences: list[_Sentence]) -> str:
     lines = [preface()]
-    for s in sentences:
+    for s in _tables(sentences):
+        if isinstance(s, list):
+            lines.extend(["", _table(s), ""])
+            continue
         nested = s.bullet and s.parent is not None and any(x.order == s.parent for x in sentences)
         lines.append(("  - " if nested else "- ") + _cite(s))
-    return "\n".join(lines)
+    return "\n".join(lines).rstrip()
 
 
 def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *,

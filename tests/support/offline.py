@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from evident.alignment.models import AlignmentDecision
+from evident.citations.answer import is_table, table_rows
 from evident.offline.composer import OFFLINE_PREFACE
 from evident.offline.sentences import split_sentences
 
@@ -47,6 +48,9 @@ def cited_sentences(answer: str) -> list[tuple[str, list[str]]]:
         assert sentence, "a citation with no sentence before it"
         # Consecutive sentences of one stretch of text share one citation: each is read back with it.
         urls = re.findall(r"\[([^\[\]]+)\]", cites)
+        if is_table(sentence):  # a table, cited on the line after it: each row is read back with it
+            out.extend((row.strip("|").strip(), urls) for row in table_rows(sentence))
+            continue
         out.extend((sentence[a:b], urls) for a, b in split_sentences(sentence))
     return out
 

@@ -1,6 +1,6 @@
 // Markdown of an answer, rendered to DOM nodes by our own small renderer: every piece of input
 // becomes a text node or an element we create, so no input character is ever parsed as HTML.
-// Supported: paragraphs, headings, bullet and numbered lists, block quotes, fenced code, rules,
+// Supported: paragraphs, headings, bullet and numbered lists, tables, block quotes, fenced code, rules,
 // **bold**, *italic*, `code`, [text](http-url) links, and `[id]` citation markers, which the
 // caller turns into citation chips (`cite(id, sentence)` returns a node, or null for plain text).
 
@@ -11,6 +11,8 @@ const HEADING = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
 const RULE = /^\s{0,3}([-*_])(\s*\1){2,}\s*$/;
 const ITEM = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/;
 const QUOTE = /^\s{0,3}>\s?(.*)$/;
+const ROW = /^\s*\|.*\|\s*$/;
+const TABLE_RULE = /^\s*\|?[\s:-]*-[\s|:-]*$/;
 
 // One alternative per inline form, tried left to right at each position.
 const INLINE = new RegExp([
@@ -48,6 +50,9 @@ export function renderMarkdown(text, cite = () => null) {
       flush();
       // The page's own headings are h1 and h2: an answer's headings sit below them.
       frag.append(h(`h${Math.min(6, m[1].length + 2)}`, {}, inline(m[2], cite)));
+    } else if (ROW.test(line) && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1])) {
+      flush();
+      i = table(lines, i, frag, cite) - 1;
     } else if (RULE.test(line)) {
       flush();
       frag.append(h("hr"));
@@ -66,6 +71,23 @@ export function renderMarkdown(text, cite = () => null) {
   }
   flush();
   return frag;
+}
+
+/** The cells of a `| a | b |` row. */
+function cells(line) {
+  return line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+}
+
+/** A table (header row, rule, rows) starting at lines[start]; returns the index of the first line after it. */
+function table(lines, start, frag, cite) {
+  const head = h("tr", {}, cells(lines[start]).map((c) => h("th", { scope: "col" }, inline(c, cite))));
+  const body = [];
+  let i = start + 2;
+  for (; i < lines.length && ROW.test(lines[i]); i++) {
+    body.push(h("tr", {}, cells(lines[i]).map((c) => h("td", {}, inline(c, cite)))));
+  }
+  frag.append(h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, head), h("tbody", {}, body))));
+  return i;
 }
 
 /** A list starting at lines[start]; returns the index of the first line after it. */
