@@ -46,6 +46,9 @@ CONNECTION_ERRORS: tuple[tuple[str, str], ...] = (
     ("asyncpg.exceptions", "OperatorInterventionError"),  # "terminating connection due to administrator command"
     ("asyncpg.exceptions", "ConnectionDoesNotExistError"),
     ("asyncpg.exceptions._base", "InterfaceError"),
+    # A connection whose protocol state the outage broke (or a server that is no longer the primary):
+    # the same statement on a new connection succeeds, so the caller is told to retry.
+    ("asyncpg.exceptions", "InternalClientError"),
     ("psycopg", "OperationalError"),
     ("psycopg_pool", "PoolTimeout"),
     ("redis.exceptions", "ConnectionError"),
@@ -83,14 +86,15 @@ def unavailable_handlers(modules: Mapping[str, object] | None = None) -> dict[in
 WAIT_ROUTES = re.compile(r"(?:/threads/[^/]+)?/runs/wait|/threads/[^/]+/runs/[^/]+/join")
 
 
-def caused_by_lost_connection(exc: BaseException) -> bool:
-    """Whether `exc`, or what it was raised from, is a loaded driver's connection error. (Starlette
-    re-raises an error it has a handler for as a `RuntimeError` once the response has started.)"""
-    classes = tuple(loaded_connection_errors())
+def caused_by_lost_connection(exc: BaseException, modules: Mapping[str, object] | None = None) -> bool:
+    """Whether `exc`, or what it was raised from, is a loaded driver's connection error or an error
+    SQLAlchemy marked as a disconnect. (Starlette re-raises an error it has a handler for as a
+    `RuntimeError` once the response has started.)"""
+    classes = tuple(loaded_connection_errors(modules))
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, classes):
+        if isinstance(current, classes) or getattr(current, "connection_invalidated", False) is True:
             return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__
@@ -127,25 +131,40 @@ class _Held:
         await self.send({"type": "http.response.body", "body": b"".join(self.held), "more_body": more})
 
 
-class HeldWhileWaiting:
-    """ASGI middleware: a wait route's response is sent once its body starts (see the module's text),
-    and a lost database before that is a 503."""
+class _Watched:
+    """A `send` that only notes whether the response has started."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.released = False
+
+    async def __call__(self, message: Message) -> None:
+        self.released = True
+        await self.send(message)
+
+
+class HeldWhileWaiting:
+    """ASGI middleware: a route's error caused by a lost database is a 503 while nothing of its
+    response has been sent, and a wait route's response is held until its body starts (see the
+    module's text) so that this holds for the whole wait."""
+
+    def __init__(self, app: ASGIApp, modules: Mapping[str, object] | None = None) -> None:
         self.app = app
+        self.modules = modules  # the drivers' modules, `sys.modules` unless a test gives its own
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not WAIT_ROUTES.fullmatch(str(scope.get("path") or "")):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        held = _Held(send)
+        waits = WAIT_ROUTES.fullmatch(str(scope.get("path") or "")) is not None
+        held: _Held | _Watched = _Held(send) if waits else _Watched(send)
         try:
             await self.app(scope, receive, held)
         except Exception as exc:
-            if held.released or not caused_by_lost_connection(exc):
+            if held.released or not caused_by_lost_connection(exc, self.modules):
                 raise
-            log.warning("evident: %s: the database or broker was lost during the wait (%s): 503",
-                        scope.get("path"), exc)
+            log.warning("evident: %s %s: the database or broker was lost (%s: %s): 503", scope.get("method"),
+                        scope.get("path"), type(exc).__name__, exc)
             body = json.dumps({"detail": DETAIL}).encode("utf-8")
             await send({"type": "http.response.start", "status": 503, "headers": [
                 (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
