@@ -84,7 +84,7 @@ class OfflineSettings(BaseModel):
         3, ge=1, le=10, description="Sentences (list items, table rows) a quoted window holds at most.")
     # How the answer is composed from the verified passages (evident/offline/composer.py).
     max_sentences: int = Field(
-        4, ge=1, le=20, description="Sentences an offline answer usually shows.")
+        5, ge=1, le=20, description="Sentences an offline answer usually shows.")
     max_long_sentences: int = Field(
         6, ge=1, le=30, description="Sentences an offline answer may show when more sentences are as "
         "on-topic as the best one (`strong_relevance`) or the best passage is longer.")

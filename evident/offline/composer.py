@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
 from evident.context import DEFAULT_OFFLINE, OfflineSettings
+from evident.conversation.asking import carried_part
 from evident.conversation.said import said_before, said_text
 from evident.offline.preface import OFFLINE_PREFACE, PREFACE, preface
 from evident.offline.sentences import CONTINUATIONS, Kind, is_noise, split_units, strip_marker
@@ -51,6 +52,9 @@ class _Sentence:
     strong: bool = False
     # Of the extractor's best window, kept whole and cut last.
     lead: bool = False
+    # Holds a word of the new turn itself, not only words a follow-up carried over from the
+    # conversation (always, for a first question or a turn that names nothing of its own).
+    own: bool = True
     prompt: bool = False  # a FAQ prompt in the reader's voice (offline/voice.py): selected, not shown
     # The unit right before it in its quote is the sentence before it in the list (nothing skipped).
     adjacent: bool = False
@@ -165,12 +169,13 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
     return out
 
 
-def _rank(s: _Sentence, decay: float) -> tuple[bool, bool, float, int]:
-    """When the answer must be cut: the best passage first, then the strong sentences, then by
+def _rank(s: _Sentence, decay: float) -> tuple[bool, bool, bool, float, int]:
+    """When the answer must be cut: the best passage first, then the strong sentences, then those
+    holding the new turn's own words (a follow-up's carried words alone keep the earlier topic), then by
     query-term relevance (a continuation's is the sentence's it continues) times `decay` ** its
     passage's place (`OfflineSettings.passage_decay`: the extractor ranked the passages on more than
     the question's words, and a follow-up's carried words reach pages about the earlier turn)."""
-    return (not s.lead, not s.strong, -max(s.relevance, s.carried) * decay ** s.passage, s.order)
+    return (not s.lead, not s.strong, not s.own, -max(s.relevance, s.carried) * decay ** s.passage, s.order)
 
 
 def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
@@ -289,9 +294,12 @@ def _select(sentences: list[_Sentence], query: str, settings: OfflineSettings, s
     share query terms, kept in source order; sentences already said (`_unsaid`) only when nothing new
     is found."""
     weights = query_weights(query)
+    own_text, carried = carried_part(query)
+    own_terms = set(query_weights(own_text)) if carried else set()
     for s in sentences:
         present = set(unit_terms(s.text))
         s.relevance = sum(w for t, w in weights.items() if t in present)
+        s.own = not own_terms or bool(own_terms & present)
     own = {s.order for s in sentences if s.relevance > 0}
     for s in sentences:
         # A list item is as relevant as the label that introduces it, and the label as its best item.

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evident.context import OfflineSettings
 from evident.offline.composer import OFFLINE_PREFACE, PREFACE, answer_coverage, compose_answer, preface
 from evident.offline.voice import PromptReader
 from tests.support.offline import assert_grounded, cited_sentences, decision, norm
@@ -295,8 +296,8 @@ def test_a_line_kept_only_after_a_dropped_label_goes_with_it() -> None:
 
 
 def test_a_passage_is_read_from_its_first_on_topic_sentence() -> None:
-    # When the answer is cut, a passage's opening sentence ranks with its best one: the reader gets
-    # "If you move ... within 30 days." rather than only the link line after it.
+    # When the answer is cut (here to four of five sentences), a passage's opening sentence ranks with
+    # its best one: the reader gets "If you move ... within 30 days." rather than only the link line after it.
     query = "How do I exchange my out-of-state driver license?"
     decisions = [
         decision("p1", POLICY, "You can exchange a New York State driver license for a non-driver ID card. "
@@ -305,7 +306,8 @@ def test_a_passage_is_read_from_its_first_on_topic_sentence() -> None:
         decision("p3", LIMITS, "If you move to New York State, you must get a New York State driver license "
                                "within 30 days. Learn how to exchange your out-of-state driver license."),
     ]
-    shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
+    answer = compose_answer(query, decisions, settings=OfflineSettings(max_sentences=4))
+    shown = [s for s, _ in assert_grounded(answer, decisions)]
     assert "If you move to New York State, you must get a New York State driver license within 30 days." in shown
     assert len(shown) == 4
 

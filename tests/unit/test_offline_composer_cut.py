@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from evident.alignment.models import AlignmentDecision
+from evident.context import DEFAULT_OFFLINE, OfflineSettings
 from evident.offline.composer import compose_answer
 from tests.support.offline import assert_grounded, cited_sentences, decision
 
@@ -14,15 +15,15 @@ RESUME = "Look at the dead-letter queue records before you resume the pipeline, 
 THRESHOLD = "The stop threshold keeps a pipeline from silently sending every record to the dead-letter queue."
 
 
-def shown(query: str, decisions: list[AlignmentDecision]) -> list[str]:
-    answer = compose_answer(query, decisions)
+def shown(query: str, decisions: list[AlignmentDecision], settings: OfflineSettings = DEFAULT_OFFLINE) -> list[str]:
+    answer = compose_answer(query, decisions, settings=settings)
     assert_grounded(answer, decisions)
     return [s for s, _ in cited_sentences(answer)]
 
 
 def test_an_answer_lengthened_for_its_strong_sentences_keeps_them() -> None:
-    # Five sentences hold most of the question's words, so the answer is five long; the table row of
-    # the second passage, less on-topic, does not take the place of the fifth of them.
+    # Five sentences hold most of the question's words, so an answer of usually four is five long; the
+    # table row of the second passage, less on-topic, does not take the place of the fifth of them.
     query = "Why does Flow stop a pipeline when too many records end up in the dead-letter queue?"
     decisions = [
         decision("p1", DOCS, "Flow sends a failed record to the dead-letter queue or stops the pipeline."),
@@ -33,7 +34,7 @@ def test_an_answer_lengthened_for_its_strong_sentences_keeps_them() -> None:
         decision("p5", CONFIG, "After the last try, the record goes to the dead-letter queue or the pipeline stops."),
         decision("p6", CONFIG, THRESHOLD),
     ]
-    sentences = shown(query, decisions)
+    sentences = shown(query, decisions, OfflineSettings(max_sentences=4))
     assert len(sentences) == 5
     assert THRESHOLD in sentences
     assert not any(s.startswith("E1 |") for s in sentences)
@@ -108,3 +109,24 @@ def test_a_question_is_not_paired_with_text_after_a_gap_in_the_quote() -> None:
     assert _kept_orders(sentences, 1) == {question.order}
 
 
+
+
+def test_a_follow_up_gives_its_places_to_sentences_of_its_own_words() -> None:
+    # "And what about the receipts?" after an expense-report question: the rewrite carries
+    # "(expense report)". Sentences holding only the carried words are about the earlier turn; when the
+    # answer must be cut, they come after those that name the receipts, even from earlier passages.
+    query = "And what about the receipts? (expense report)"
+    receipts = ["Keep every receipt of an expense report for seven years.", "A lost receipt needs a signed note.",
+                "Receipts are scanned in the expense app.", "Paper receipts may be thrown away after scanning.",
+                "Receipts in a foreign language need a short translation."]
+    decisions = [
+        decision("p1", FAQ, receipts[0]),
+        decision("p2", DOCS, "Expense reports are due within 30 days. Late expense reports need a reason."),
+        decision("p3", DOCS, "An expense report goes to your manager first."),
+        *(decision(f"p{i}", CONFIG, text) for i, text in enumerate(receipts[1:], start=4)),
+    ]
+    sentences = shown(query, decisions)
+    assert sentences == receipts[: DEFAULT_OFFLINE.max_sentences]
+    # A first question (nothing carried) ranks on all its words, the earlier passages first.
+    first = shown("What about receipts and expense reports?", decisions)
+    assert "Expense reports are due within 30 days." in first
