@@ -13,7 +13,7 @@ from evident.connectors.index.ranking import _TIE_MARGIN
 
 def reference(index: LocalIndex, query: str, k: int) -> list[tuple[str, float]]:
     # Every match (the limit exceeds the corpus), then the contract's order: score, then URL.
-    everything = index._mirror.top(query_terms(query), 10_000) if query_terms(query) else []
+    everything = index.mirror.top(query_terms(query), 10_000) if query_terms(query) else []
     return sorted(everything, key=lambda hit: (-hit[1], hit[0]))[:k]
 
 

@@ -84,5 +84,5 @@ def test_a_mirror_without_positions_is_rebuilt(tmp_path: Path, monkeypatch: pyte
     assert json.loads(marker.read_text(encoding="utf-8"))["format"] == 4
     with LocalIndex(tmp_path / "i.sqlite3") as index:
         assert json.loads(marker.read_text(encoding="utf-8"))["format"] == ranking.MIRROR_FORMAT
-        assert index._mirror_generation is not None  # served by the rebuilt mirror, not FTS5
+        assert index.mirror_generation is not None  # served by the rebuilt mirror, not FTS5
         assert urls(index, "retirement benefits") == ["b-together", "a-scattered"]

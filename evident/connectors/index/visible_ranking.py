@@ -357,7 +357,7 @@ class ExactRanker:
         if text is None:  # deleted since the search: the index's reader drops it afterwards, as it would anyway
             return candidate.low
         wanted = {token for clause in clauses if len(clause.tokens) > 1 for token in clause.tokens}
-        positions = self._positions(*text, wanted)
+        positions = self.positions(*text, wanted)
         frequencies = [
             candidate.stats.frequencies.get(c.tokens[0], 0.0) if len(c.tokens) == 1
             else float(phrase_count(positions[c.tokens[0]], positions[c.tokens[1]], self._slop))
@@ -431,7 +431,7 @@ class ExactRanker:
             raise StaleStatistics("a hit that no term of its query explains")
         return TermStats(frequencies, document["dl"], int(document["N"]), document["avgdl"])
 
-    def _positions(self, title: str, content: str, wanted: set[str]) -> dict[str, list[int]]:
+    def positions(self, title: str, content: str, wanted: set[str]) -> dict[str, list[int]]:
         """The positions Tantivy indexes each `wanted` token of a document at (the mirror's text: the title
         `title_repeats` times, then the content)."""
         found: dict[str, list[int]] = {token: [] for token in wanted}
