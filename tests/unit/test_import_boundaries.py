@@ -230,12 +230,14 @@ def _private(name: str) -> bool:
 
 
 def _private_reach(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, name) of every `x._name` read or written (x neither `self` nor `cls`), and of every
-    `<patcher>.setattr(target, "NAME", ...)` or `.setattr("a.b.NAME", ...)` that patches a constant
-    (an upper-case name) or a private."""
+    """(line, name) of every `x._name` read or written (x neither `self` nor `cls`), of every private
+    name imported from evident, and of every `<patcher>.setattr(target, "NAME", ...)` or
+    `.setattr("a.b.NAME", ...)` that patches a constant (an upper-case name) or a private."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and _private(node.attr) and not (
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "evident":
+            found.extend((node.lineno, alias.name) for alias in node.names if _private(alias.name))
+        elif isinstance(node, ast.Attribute) and _private(node.attr) and not (
                 isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
             found.append((node.lineno, node.attr))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setattr":
@@ -261,9 +263,12 @@ def test_the_scan_finds_privates_and_patched_constants() -> None:
         "monkeypatch.setattr(gate, 'server_settings', lambda: None)\n"
         "monkeypatch.setattr('evident.web.auth.server_settings', lambda: None)\n"
         "retriever._session = {}\n"
+        "from evident.context import EvidentContext, _toml_cache\n"
+        "from tests.support.wiki_servers import _ROUTER\n"
     )
     assert _private_reach(ast.parse(source)) == [
         (1, "_mirror"), (3, "SECONDARY_SCORE_RATIO"), (4, "_encodings"), (5, "_mirror_hits"), (8, "_session"),
+        (9, "_toml_cache"),
     ]
 
 
