@@ -122,7 +122,7 @@ def sources(
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off for the duration; then what was made is set aside for good
     (`gc.freeze`) and the collector is back as it was.
 
@@ -163,7 +163,7 @@ def ask(
     """Answer a question: every sentence cited, every citation resolved to its source span."""
     principal = {"user": user or "", "groups": group or []} if (user or group) else None
     # One question is a short process; a batch runs as long as its file, where collecting pays.
-    with _collector_paused() if batch is None else nullcontext():
+    with collector_paused() if batch is None else nullcontext():
         from evident.commands.ask import run
 
         raise typer.Exit(

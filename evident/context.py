@@ -307,6 +307,12 @@ def file_defaults() -> dict[str, Any]:
     return found
 
 
+def forget_file_defaults() -> None:
+    """Read `evident.toml` again on the next `file_defaults()` (the file or `EVIDENT_CONFIG` changed)."""
+    with _toml_lock:
+        _toml_cache.clear()
+
+
 class ContextWithDefaults(EvidentContext):
     """`EvidentContext` whose unset fields come from `evident.toml` and the environment: the graph's
     `context_schema`. LangGraph builds a run's context from a dict with `context_schema(**dict)` (how the

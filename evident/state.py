@@ -180,7 +180,7 @@ class PostprocessUpdate(Timed, total=False):
 # Every field a query writes, with its empty value: a thread's next query starts from these.
 # Not here: `query`, `standalone_query` and `rewrite` (the `rewrite` step writes them at every query, before
 # this reset), and `messages` (the thread's conversation, which outlives its queries).
-_PER_QUERY: QueryStart = {
+PER_QUERY: QueryStart = {
     "mode": "", "documents": [], "retrieved": [], "source_errors": [], "source_runs": [], "model_errors": [],
     "notes": [], "passages": [], "extractions": [], "extraction_notes": [], "alignment": [], "verified": [],
     "draft": "",
@@ -194,7 +194,7 @@ def start_of_query(update: QueryStart) -> QueryStart:
     (a checkpointed thread, a server's thread) survives: every per-query field not in `update` is
     emptied, and the accumulating ones (`model_errors`, `timings_ms`) are replaced (`Overwrite`), not
     appended to."""
-    out: QueryStart = {**copy.deepcopy(_PER_QUERY), **update}
+    out: QueryStart = {**copy.deepcopy(PER_QUERY), **update}
     out["model_errors"] = Overwrite(out.get("model_errors") or [])
     out["extractions"] = None  # merge_extractions empties the list on None
     out["timings_ms"] = Overwrite(out.get("timings_ms") or {})

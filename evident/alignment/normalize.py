@@ -97,10 +97,10 @@ def normalize_with_map(text: str) -> tuple[str, OffsetMap]:
         if len(folded) == len(text) and unicodedata.is_normalized("NFKC", folded):
             return folded, IDENTITY
     if len(text) >= VECTORISE_MIN_CHARS:
-        found = _normalize_vectorised(text)
+        found = normalize_vectorised(text)
         if found is not None:
             return found
-    return _normalize_runs(text)
+    return normalize_runs(text)
 
 
 VECTORISE_MIN_CHARS = 2048
@@ -153,7 +153,7 @@ def _form(cp: int) -> str | None:
     return result
 
 
-def _normalize_vectorised(text: str) -> tuple[str, OffsetMap] | None:
+def normalize_vectorised(text: str) -> tuple[str, OffsetMap] | None:
     """`normalize_with_map` for text whose non-ASCII characters are all context-free, else None."""
     import numpy as np
 
@@ -196,7 +196,7 @@ def _normalize_vectorised(text: str) -> tuple[str, OffsetMap] | None:
     return res.tobytes().decode("utf-32-le", "surrogatepass"), omap
 
 
-def _normalize_runs(text: str) -> tuple[str, OffsetMap]:
+def normalize_runs(text: str) -> tuple[str, OffsetMap]:
     """The exact path: runs of non-ASCII characters, one cluster at a time."""
     parts: list[str] = []
     ns: list[int] = []

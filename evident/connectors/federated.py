@@ -54,7 +54,7 @@ from evident.connectors.source_call import (
     shortfall_error,
     timeout_error,
 )
-from evident.connectors.workers import WORKERS
+from evident.connectors.workers import WORKERS, SourceWorkers
 from evident.embeddings.failures import EmbeddingsError
 from evident.embeddings.meaning import QueryMeaning, meaning_error
 from evident.models import Principal, SourceDocument, SourceError, SourceRun
@@ -158,6 +158,10 @@ class FederatedRetriever(RanksByMeaning, BaseRetriever):
     unavailable: list[SourceError] = Field(
         default_factory=list, description="Sources that could not be built; reported on every query."
     )
+    # A factory, not a default: pydantic would copy a default, and every query must share one pool.
+    workers: SourceWorkers = Field(
+        default_factory=lambda: WORKERS, exclude=True, description="The threads the sources are called on."
+    )
 
     accepts_principal: ClassVar[bool] = True
 
@@ -248,7 +252,7 @@ class FederatedRetriever(RanksByMeaning, BaseRetriever):
             return []
         outcomes = {id(s): _Outcome(source=s) for s in self.sources}
         start = time.perf_counter()
-        submitted, overflow = WORKERS.submit_all(
+        submitted, overflow = self.workers.submit_all(
             [partial(contextvars.Context().run, call_untraced, s, query, principal, meaning) for s in self.sources]
         )
         futures: dict[Future[SourceAnswer], Source] = dict(zip(submitted, self.sources, strict=True))

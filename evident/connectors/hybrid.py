@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evident.alignment.models import SourceDocument
-from evident.connectors.index.ranking import TITLE_FIRST_DEPTH, title_first
+from evident.connectors.index.ranking import TITLE_FIRST_BOOST, TITLE_FIRST_DEPTH, title_first
 from evident.embeddings.meaning import SEMANTIC_SCORE, SEMANTIC_WINDOWS, Window, fuse, windows_metadata
 
 
@@ -25,9 +25,11 @@ class Candidate:
 
 
 def hybrid_ranking(
-    candidates: Sequence[Candidate], terms: Sequence[str], weight: float, k: int
+    candidates: Sequence[Candidate], terms: Sequence[str], weight: float, k: int,
+    title_first_boost: float = TITLE_FIRST_BOOST,
 ) -> list[tuple[SourceDocument, float]]:
-    """The `k` best candidates, each with its lexical score, carrying SEMANTIC_SCORE and SEMANTIC_WINDOWS."""
+    """The `k` best candidates, each with its lexical score, carrying SEMANTIC_SCORE and SEMANTIC_WINDOWS
+    (the first: `ranking.title_first` with `title_first_boost`)."""
     best = [max((c for _, _, c in cand.windows), default=0.0) for cand in candidates]
     fused = fuse([cand.lexical for cand in candidates], best, weight)
     order = sorted(range(len(candidates)), key=lambda n: (-round(fused[n], 9), candidates[n].doc.url))
@@ -38,7 +40,8 @@ def hybrid_ranking(
                     SEMANTIC_WINDOWS: windows_metadata([(s, e) for s, e, _ in cand.windows],
                                                        [c for _, _, c in cand.windows])}  # fmt: skip
         hits.append((cand.doc.model_copy(update={"metadata": metadata}), cand.lexical, fused[n]))
-    first = title_first(terms, [(doc.title, score) for doc, _, score in hits[:TITLE_FIRST_DEPTH]]) if terms else 0
+    first = (title_first(terms, [(doc.title, score) for doc, _, score in hits[:TITLE_FIRST_DEPTH]], title_first_boost)
+             if terms else 0)
     if first:
         hits = [hits[first], *hits[:first], *hits[first + 1 :]]
     return [(doc, lexical) for doc, lexical, _ in hits[:k]]

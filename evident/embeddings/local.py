@@ -101,6 +101,18 @@ class LocalEmbeddings(Embeddings):
         """Load the model now (otherwise the first `encode` does); `EmbeddingsUnavailable` if it cannot."""
         self._loaded()
 
+    @property
+    def loaded_sessions(self) -> tuple[str, ...]:
+        """The onnxruntime sessions held now: "quick" and/or "optimised" (see QUICK_TEXTS)."""
+        with self._lock:
+            return (("quick",) if self._quick is not None else ()) + (
+                ("optimised",) if self._session is not None else ())
+
+    def token_count(self, text: str) -> int:
+        """How many tokens of `text` the model reads (at most MAX_SEQ_LENGTH: the rest is cut off)."""
+        _, tokenizer = self._loaded()
+        return len(tokenizer.encode(text).ids)
+
     def _loaded(self) -> tuple[Any, Any]:
         """The optimised session and the tokenizer, loaded on first use."""
         with self._lock:

@@ -39,7 +39,7 @@ def method_settings(method: str, ctx: EvidentContext) -> list[Any]:
     ]
 
 
-def _outcome(answer: str) -> Outcome:
+def answer_outcome(answer: str) -> Outcome:
     # An answer without citations is not an abstention: it counts as answered, and ungrounded.
     return "insufficient" if is_abstention(answer) or not answer.strip() else "answered"
 
@@ -64,7 +64,7 @@ class EvidentMethod:
                                 reason=f"{type(exc).__name__}: {exc}")
         answer = state.get("answer", "")
         facts = [CitedFact(sentence=c.sentence, url=c.url, quote=c.quote) for c in state.get("citations") or []]
-        outcome: Outcome = "error" if state.get("status") == "error" else _outcome(answer)
+        outcome: Outcome = "error" if state.get("status") == "error" else answer_outcome(answer)
         errors = [f"{e.source}: {e.message}" for e in state.get("model_errors") or []]
         return MethodRecord(
             key=key, query_id=query_id, method="evident", outcome=outcome, answer=answer, facts=facts,
@@ -124,7 +124,7 @@ class BaselineMethod:
         answer = text_of(reply).strip()
         facts = [] if is_abstention(answer) else numbered_facts(answer, [d.url for d in docs])
         return MethodRecord(
-            key=key, query_id=query_id, method=self.name, outcome=_outcome(answer), answer=answer, facts=facts,
+            key=key, query_id=query_id, method=self.name, outcome=answer_outcome(answer), answer=answer, facts=facts,
             timings_ms={GENERATE: ms}, model_calls=1,
         )
 

@@ -64,6 +64,13 @@ def tiktoken_cached(encoding: str) -> bool:
     return (base / hashlib.sha1(_BPE_URL.format(encoding).encode()).hexdigest()).is_file()
 
 
+def forget_encodings() -> None:
+    """Drop the tiktoken encodings loaded so far, and the failures remembered: the next counter tries
+    tiktoken again (after its cache changed, say)."""
+    with _lock:
+        _encodings.clear()
+
+
 def _tiktoken_counter(encoding: str) -> TokenCounter | None:
     with _lock:
         if encoding in _encodings:

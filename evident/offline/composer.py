@@ -29,7 +29,7 @@ WEAK_COVERAGE = 0.5
 
 
 @dataclass
-class _Sentence:
+class QuotedSentence:
     text: str
     bullet: bool
     label: bool
@@ -116,10 +116,10 @@ def _units(part: str) -> list[tuple[str, Kind]]:
 _TABLE_RULE = "|-: \t"
 
 
-def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
+def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSentence]:
     """Citable units of the quotes, in order, with duplicates merged under all their URLs."""
-    out: list[_Sentence] = []
-    by_key: dict[str, _Sentence] = {}
+    out: list[QuotedSentence] = []
+    by_key: dict[str, QuotedSentence] = {}
     for p, decision in enumerate(decisions):
         last_label: int | None = None
         gap = False
@@ -148,8 +148,8 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
                     gap = True
                     continue
                 label = not bullet and text.endswith(":")
-                sentence = _Sentence(text, bullet, label, p, len(out), [decision.url], after_gap=gap, prompt=prompt,
-                                     adjacent=shown_before == i - 1)
+                sentence = QuotedSentence(text, bullet, label, p, len(out), [decision.url], after_gap=gap,
+                                          prompt=prompt, adjacent=shown_before == i - 1)
                 shown_before = i
                 gap = False
                 # A header row (the one above the |---| line) names the columns, not a thing.
@@ -169,7 +169,7 @@ def _sentences(decisions: Sequence[AlignmentDecision]) -> list[_Sentence]:
     return out
 
 
-def _rank(s: _Sentence, decay: float) -> tuple[bool, bool, bool, float, int]:
+def _rank(s: QuotedSentence, decay: float) -> tuple[bool, bool, bool, float, int]:
     """When the answer must be cut: the best passage first, then the strong sentences, then those
     holding the new turn's own words (a follow-up's carried words alone keep the earlier topic), then by
     query-term relevance (a continuation's is the sentence's it continues) times `decay` ** its
@@ -178,7 +178,7 @@ def _rank(s: _Sentence, decay: float) -> tuple[bool, bool, bool, float, int]:
     return (not s.lead, not s.strong, not s.own, -max(s.relevance, s.carried) * decay ** s.passage, s.order)
 
 
-def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
+def _continues(prev: QuotedSentence | None, s: QuotedSentence) -> bool:
     """`s` reads on from `prev`, the sentence right before it in the same quote: an item under its
     label, the text under a heading, the answer after a question ("Yes.", "Nothing."), the end of the
     best passage, or a sentence opening with "This", "It"..."""
@@ -196,9 +196,9 @@ def _continues(prev: _Sentence | None, s: _Sentence) -> bool:
     return bool(first and first[0] in CONTINUATIONS)
 
 
-def _on_topic(sentences: list[_Sentence]) -> list[_Sentence]:
+def _on_topic(sentences: list[QuotedSentence]) -> list[QuotedSentence]:
     """The sentences that share a query term, or continue the kept sentence right before them."""
-    kept: list[_Sentence] = []
+    kept: list[QuotedSentence] = []
     for s in sentences:
         if s.relevance > 0:
             kept.append(s)
@@ -212,7 +212,7 @@ def _folded(text: str) -> str:
     return " ".join(text.casefold().split()).rstrip(".!?;:")
 
 
-def _unrepeated(sentences: list[_Sentence]) -> list[_Sentence]:
+def _unrepeated(sentences: list[QuotedSentence]) -> list[QuotedSentence]:
     """Without the sentences another one of the same page already says word for word ("Parking"
     inside "...free parking for visitors"): they add nothing, and their citation would resolve
     to the copy inside the other sentence instead of where they were quoted from."""
@@ -226,7 +226,7 @@ def _unrepeated(sentences: list[_Sentence]) -> list[_Sentence]:
     ]
 
 
-def _unsaid(sentences: list[_Sentence], said: str) -> list[_Sentence]:
+def _unsaid(sentences: list[QuotedSentence], said: str) -> list[QuotedSentence]:
     """Without the sentences an earlier answer of the conversation already gave (`said`, folded),
     when the question finds something new: a follow-up is answered by what it adds. When every
     relevant sentence was said before, the new turn asks for them again and they stay."""
@@ -236,7 +236,7 @@ def _unsaid(sentences: list[_Sentence], said: str) -> list[_Sentence]:
     return new if any(s.relevance > 0 for s in new) else sentences
 
 
-def _named_rows(sentences: list[_Sentence], query: str) -> list[_Sentence]:
+def _named_rows(sentences: list[QuotedSentence], query: str) -> list[QuotedSentence]:
     """Without the table rows about something else than the row the question names: asked about
     "error TF-2202", the rows of TF-2301 and TF-2401 share only their columns' words ("The pipeline
     stops") with the question. A row is named when every word of its first cell is in the question;
@@ -244,7 +244,7 @@ def _named_rows(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     of one- or two-digit numbers is a row number ("the 3 steps" names no step), not a name."""
     asked = set(unit_terms(query))
 
-    def named(s: _Sentence) -> bool | None:
+    def named(s: QuotedSentence) -> bool | None:
         keys = set(unit_terms(s.key)) if s.key is not None else set()
         if not keys or all(k.isdigit() and len(k) < 3 for k in keys):
             return None
@@ -254,18 +254,18 @@ def _named_rows(sentences: list[_Sentence], query: str) -> list[_Sentence]:
     return [s for s in sentences if s.passage not in tables or named(s) is not False]
 
 
-def _awaits_answer(s: _Sentence) -> bool:
+def _awaits_answer(s: QuotedSentence) -> bool:
     """`s` does not end like a sentence: a question, a title or a label, which the next sentence answers."""
     ends = s.text.rstrip("\"'”’)")
     return ends.endswith((":", "?", "？")) or not ends.endswith((".", "!", ";", "。", "！"))
 
 
-def _answers(s: _Sentence, answer: _Sentence) -> bool:
+def _answers(s: QuotedSentence, answer: QuotedSentence) -> bool:
     """`answer`, the sentence after `s` in the list, is what the question or title line `s` leads to."""
     return not s.bullet and _awaits_answer(s) and answer.passage == s.passage and not answer.after_gap
 
 
-def _kept_orders(sentences: list[_Sentence], cap: int, settings: OfflineSettings = DEFAULT_OFFLINE) -> set[int]:
+def kept_orders(sentences: list[QuotedSentence], cap: int, settings: OfflineSettings = DEFAULT_OFFLINE) -> set[int]:
     """The orders of the `cap` best-ranked sentences. A question, title or label comes with the
     sentence right after it in the source ("Can I take unused leave into next year?" "Yes."; "Apply
     at your local office" and its first sentence): shown without it, it promises an answer the reader
@@ -289,7 +289,9 @@ def _kept_orders(sentences: list[_Sentence], cap: int, settings: OfflineSettings
     return keep
 
 
-def _select(sentences: list[_Sentence], query: str, settings: OfflineSettings, said: str = "") -> list[_Sentence]:
+def _select(
+    sentences: list[QuotedSentence], query: str, settings: OfflineSettings, said: str = ""
+) -> list[QuotedSentence]:
     """Usually `settings.max_sentences` (up to `max_long_sentences`, see there), preferring those that
     share query terms, kept in source order; sentences already said (`_unsaid`) only when nothing new
     is found."""
@@ -326,7 +328,7 @@ def _select(sentences: list[_Sentence], query: str, settings: OfflineSettings, s
     sentences = _on_topic(_named_rows(_unrepeated(sentences), query))
     # A passage is read from its start: when the answer is cut, its first on-topic sentence ranks
     # with the passage's best one (the rule a page states before the link that explains it).
-    opener: dict[int, _Sentence] = {}
+    opener: dict[int, QuotedSentence] = {}
     for s in sentences:
         opener.setdefault(s.passage, s)
     for s in opener.values():
@@ -343,7 +345,7 @@ def _select(sentences: list[_Sentence], query: str, settings: OfflineSettings, s
         for s in sentences:
             s.strong = s.relevance >= strong_floor
     while len(sentences) > cap:
-        keep = _kept_orders(sentences, cap, settings)
+        keep = kept_orders(sentences, cap, settings)
         # A continuation whose lead was cut would now follow the wrong sentence.
         trimmed = _on_topic([s for s in sentences if s.order in keep])
         if len(trimmed) == len(sentences):
@@ -357,18 +359,18 @@ def _select(sentences: list[_Sentence], query: str, settings: OfflineSettings, s
     return _on_topic([s for s in sentences if not s.label or (s.order in kept_parents and s.order in own)])
 
 
-def _cite(s: _Sentence) -> str:
+def _cite(s: QuotedSentence) -> str:
     return f"{s.text} " + "".join(f"[{u}]" for u in s.urls)
 
 
-def _same_stretch(s: _Sentence, nxt: _Sentence) -> bool:
+def _same_stretch(s: QuotedSentence, nxt: QuotedSentence) -> bool:
     """`nxt` reads on from `s` in the same stretch of source text, quoted from the same pages: the two
     share one citation, which then resolves to the whole stretch (the reader sees one highlight)."""
     return (not s.bullet and not nxt.bullet and nxt.passage == s.passage and nxt.order == s.order + 1
             and nxt.adjacent and not nxt.after_gap and nxt.urls == s.urls)
 
 
-def _table(rows: list[_Sentence]) -> str:
+def _table(rows: list[QuotedSentence]) -> str:
     """Rows of one table as a Markdown table under their header row (the first row, when the quote
     has none), every line the source's cells, then the rows' citations on a line of their own."""
     header = rows[0].header or rows[0].text
@@ -379,9 +381,9 @@ def _table(rows: list[_Sentence]) -> str:
     return "\n".join(lines) + "\n\n" + "".join(f"[{u}]" for u in urls)
 
 
-def _tables(sentences: list[_Sentence]) -> list[_Sentence | list[_Sentence]]:
+def _tables(sentences: list[QuotedSentence]) -> list[QuotedSentence | list[QuotedSentence]]:
     """`sentences` with each run of rows of one table (one passage, one header) gathered in a list."""
-    out: list[_Sentence | list[_Sentence]] = []
+    out: list[QuotedSentence | list[QuotedSentence]] = []
     for s in sentences:
         last = out[-1] if out else None
         if s.row and isinstance(last, list) and last[-1].passage == s.passage and last[-1].header == s.header:
@@ -393,7 +395,7 @@ def _tables(sentences: list[_Sentence]) -> list[_Sentence | list[_Sentence]]:
     return out
 
 
-def _render(sentences: list[_Sentence]) -> str:
+def _render(sentences: list[QuotedSentence]) -> str:
     blocks: list[str] = []
     paragraph: list[str] = []
     passage = -1
@@ -421,13 +423,13 @@ def _render(sentences: list[_Sentence]) -> str:
         if bullets or (paragraph and s.passage != passage):
             flush()
         nxt = items[n + 1] if n + 1 < len(items) else None
-        paragraph.append(s.text if isinstance(nxt, _Sentence) and _same_stretch(s, nxt) else _cite(s))
+        paragraph.append(s.text if isinstance(nxt, QuotedSentence) and _same_stretch(s, nxt) else _cite(s))
         passage = s.passage
     flush()
     return "\n\n".join(blocks)
 
 
-def _render_weak(sentences: list[_Sentence]) -> str:
+def _render_weak(sentences: list[QuotedSentence]) -> str:
     lines = [preface()]
     for s in _tables(sentences):
         if isinstance(s, list):
@@ -452,7 +454,7 @@ def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *,
     live = [d for d in decisions if d.action != "dropped" and d.quote.strip()]
     # A verified passage none of whose sentences are shown is not cited (drops.NOT_CHOSEN).
     earlier = said_text(said)
-    sentences = unprompted(selected := _select(every := _sentences(live), query, settings, earlier), every)
+    sentences = unprompted(selected := _select(every := quoted_sentences(live), query, settings, earlier), every)
     if not sentences:
         return ""
     covered = answer_coverage(query, " ".join(s.text for s in selected))  # a prompt says what is answered

@@ -19,7 +19,10 @@ from evident.offline.scoring import Scorer, heading_terms, under_heading, window
 from evident.offline.sentences import CONTINUATIONS
 from evident.offline.units import Unit, analyse
 
-__all__ = ["address_score", "extract_passages", "window_evidence"]
+__all__ = [
+    "CandidateWindow", "address_score", "candidate_windows", "extract_passages", "join_openings", "opening_heading",
+    "window_at", "window_evidence",
+]
 
 # A paragraph of at most this many sentences is one thought, quoted whole from any of them.
 SHORT_PARAGRAPH = 2
@@ -32,7 +35,7 @@ COPY_MIN_WORDS = 4
 
 
 @dataclass
-class _Window:
+class CandidateWindow:
     doc: int
     first: int
     last: int
@@ -41,7 +44,7 @@ class _Window:
     matched: int
     # The last unit quoted: `last`, or past it the sentences that read on from it (`_grow`).
     end: int
-    # The first unit quoted: `first`, or the page's opening heading right above it (`_opening_heading`).
+    # The first unit quoted: `first`, or the page's opening heading right above it (`opening_heading`).
     lead: int
     # The best cosine of its units to the query; None when its page was not read by meaning.
     cosine: float | None = None
@@ -103,7 +106,7 @@ def _paragraph(units: Sequence[Unit], anchor: int) -> tuple[int, int]:
     return lo, hi
 
 
-def _opening_heading(units: Sequence[Unit], first: int, used: set[int], text: str) -> int:
+def opening_heading(units: Sequence[Unit], first: int, used: set[int], text: str) -> int:
     """The first unit to quote for a window whose text starts at `first`: the heading right above it
     when that is the heading that opens the page's text (only the page's title line, or page chrome,
     above it), else `first`.
@@ -154,10 +157,10 @@ def _follows(
     return k if continues else None
 
 
-def _window(
+def window_at(
     scorer: Scorer, units: Sequence[Unit], d: int, first: int, last: int, anchor: int,
     end: int | None = None, lead: int | None = None,
-) -> _Window | None:
+) -> CandidateWindow | None:
     """The window `units[first..last]` of document `d`, grown from `anchor` and quoted from `lead` to
     `end` (by default `first` and `last`), with its score and coverage; None for a heading alone (its
     text went to other windows: it says nothing by itself)."""
@@ -182,17 +185,17 @@ def _window(
     # "Passwords must be at least 14 characters long." on that company's page shares two words with
     # "What is the minimum length for a password at Tessellate?", not one.
     named = scorer.names_in(d)
-    return _Window(
+    return CandidateWindow(
         d, first, last, score, scorer.coverage(terms | above, d),
         sum(1 for t in scorer.weights if t in terms or t in named), last if end is None else end,
         first if lead is None else lead,
     )
 
 
-def _windows(
+def candidate_windows(
     query: str, documents: Sequence[SourceDocument], semantic_weight: float = 0.0,
     settings: OfflineSettings = DEFAULT_OFFLINE,
-) -> tuple[Scorer, list[tuple[Unit, ...]], list[_Window]]:
+) -> tuple[Scorer, list[tuple[Unit, ...]], list[CandidateWindow]]:
     """Every candidate window of `documents` for `query`, best score first (ties: document, position).
 
     With `semantic_weight` > 0 and documents that carry the cosines of their windows to the query
@@ -238,7 +241,7 @@ def _windows(
     relevant: list[set[int]] = [set() for _ in documents]
     for d, i in scores:
         relevant[d].add(i)
-    windows: list[_Window] = []
+    windows: list[CandidateWindow] = []
     opened: set[int] = set()  # documents that have a window already
     for d, i in order:
         if i in used[d]:
@@ -250,9 +253,9 @@ def _windows(
         whole = d not in opened or units[d][i].depth == 1
         first, last, end = _grow(units[d], i, used[d], relevant[d], documents[d].content, settings.window_units,
                                  whole=whole)
-        lead = _opening_heading(units[d], first, used[d], documents[d].content)
+        lead = opening_heading(units[d], first, used[d], documents[d].content)
         used[d].update(range(lead, end + 1))
-        w = _window(scorer, units[d], d, first, last, i, end, lead)
+        w = window_at(scorer, units[d], d, first, last, i, end, lead)
         if w is not None:
             windows.append(w)
             opened.add(d)
@@ -279,7 +282,7 @@ def address_score(
     `AnswerGate.words_gate` of it."""
     if not documents:
         return 0.0
-    _, _, windows = _windows(query, documents, 0.0, settings)
+    _, _, windows = candidate_windows(query, documents, 0.0, settings)
     return max((w.coverage for w in windows), default=0.0)
 
 
@@ -289,7 +292,7 @@ def window_evidence(
 ) -> list[Evidence]:
     """What the answerability gate reads of every candidate window, as `extract_passages` forms them
     (benchmarks/abstention.py draws the gate's trade-off curve from it)."""
-    return [w.evidence for w in _windows(query, documents, semantic_weight, settings)[2]] if documents else []
+    return [w.evidence for w in candidate_windows(query, documents, semantic_weight, settings)[2]] if documents else []
 
 
 def extract_passages(
@@ -301,13 +304,14 @@ def extract_passages(
     semantic_weight: float = 0.0,
     gate: AnswerGate = DEFAULT_GATE,
     settings: OfflineSettings = DEFAULT_OFFLINE,
+    secondary_score_ratio: float = SECONDARY_SCORE_RATIO,
 ) -> list[Passage]:
     """Verbatim sentence windows from `documents` (in retrieval rank order) relevant to `query`.
 
     Each passage is `document.content[start:end]` for a window of at most `settings.window_units`
     consecutive units (a label with its list items; up to the same count, the sentences that read on
     from it with "However", "This", ...), a lower-ranked window that opens the same paragraph
-    right before it joined in front (`_joined`), ids "p1", "p2", ... in score order
+    right before it joined in front (`join_openings`), ids "p1", "p2", ... in score order
     (ties: document order, then position); at most `max_per_document` per document, never
     overlapping; then the same text on other retrieved pages, cited there too (`_with_copies`; these
     copies do not count toward `max_passages`).
@@ -315,11 +319,12 @@ def extract_passages(
     caller then answers "not sufficient information".
 
     `semantic_weight`: the share of meaning in the windows' ranking, for documents retrieved by meaning
-    (`_windows`); 0 ranks by words alone.
+    (`candidate_windows`); 0 ranks by words alone. `secondary_score_ratio`: the share of the best
+    window's score another window needs (unless it says more on the best window's page).
     """
     if max_passages <= 0 or not documents:
         return []
-    scorer, units, windows = _windows(query, documents, semantic_weight, settings)
+    scorer, units, windows = candidate_windows(query, documents, semantic_weight, settings)
     if not windows:
         return []
     if not any(gate.admits(w.evidence) for w in windows):
@@ -338,7 +343,7 @@ def extract_passages(
             # The coverage floor keeps out another page's text that meets a stray part of the
             # question; the page the answer leads with is on its topic already.
             (w.coverage < gate.words_gate * SECONDARY_COVERAGE_RATIO and w.doc != best.doc)
-            or (w.score < SECONDARY_SCORE_RATIO * best.score and not _says_more(w, best))
+            or (w.score < secondary_score_ratio * best.score and not _says_more(w, best))
             # One shared word ("team") is a coincidence; the first window already answers it.
             or w.matched < min(2, len(scorer.weights))
         ):
@@ -350,7 +355,7 @@ def extract_passages(
 
     passages: list[Passage] = []
     pieces: list[list[str]] = []
-    for d, first, last in _joined(chosen, units):
+    for d, first, last in join_openings(chosen, units):
         doc = documents[d]
         start, end = units[d][first].start, units[d][last].end
         passages.append(Passage(passage_id=f"p{len(passages) + 1}", url=doc.url, content=doc.content[start:end]))
@@ -361,7 +366,7 @@ def extract_passages(
     return _with_copies(passages, pieces, documents)
 
 
-def _says_more(w: _Window, best: _Window) -> bool:
+def _says_more(w: CandidateWindow, best: CandidateWindow) -> bool:
     """`w` is on the best window's page and covers more of the question than the best window: the
     page the answer leads with says more of what was asked there, in text that scored lower (often
     for its length, as a list of required documents does), so it is kept even under half the best
@@ -369,7 +374,7 @@ def _says_more(w: _Window, best: _Window) -> bool:
     return w.doc == best.doc and w.coverage > best.coverage
 
 
-def _joined(chosen: list[tuple[int, int, int]], units: list[tuple[Unit, ...]]) -> list[tuple[int, int, int]]:
+def join_openings(chosen: list[tuple[int, int, int]], units: list[tuple[Unit, ...]]) -> list[tuple[int, int, int]]:
     """`chosen` windows (best first), each joined by a lower-ranked one that opens its paragraph
     right before it: the reader gets "We read every complaint. You can submit one online..."
     in the page's order, at the better window's rank, rather than its opening later, cut off from

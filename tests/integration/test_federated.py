@@ -365,14 +365,14 @@ def test_langsmith_traces_never_carry_hidden_documents() -> None:
     assert "4.2 million" not in sent and "exec-comp" not in sent and "Executive compensation" not in sent
 
 
-def test_stuck_sources_never_make_later_queries_wait(release: threading.Event, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stuck_sources_never_make_later_queries_wait(release: threading.Event) -> None:
     """Each query's stuck source keeps its thread; later queries still get threads of their own."""
-    from evident.connectors.workers import WORKERS as _WORKERS
+    from evident.connectors.workers import SourceWorkers
 
-    monkeypatch.setattr(_WORKERS, "size", _WORKERS._busy + 3)  # a small shared pool, quickly exhausted
     federation = fed(
         Source(name="stuck", retriever=Scripted(hang=release), timeout_s=0.2),
         Source(name="ok", retriever=Scripted(docs=[doc("https://ok.example/a", "ok text")]), timeout_s=5),
+        workers=SourceWorkers(size=3),  # a small shared pool, quickly exhausted
     )
     for _ in range(5):  # more stuck threads than the shared pool has room for
         result = federation.search("q")

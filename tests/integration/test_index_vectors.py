@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from evident.connectors.index import vectors
 from evident.connectors.index.embedded import LocalIndex
+from evident.connectors.index.vectors import vectors_key
 from evident.connectors.visibility import AclPolicy, principal_tokens
 from evident.context import EvidentContext
 from evident.embeddings import resolve_embeddings
 from evident.embeddings.meaning import SEMANTIC_SCORE, SEMANTIC_WINDOWS, QueryMeaning
 from evident.embeddings.scorer import SemanticScorer
-from evident.embeddings.windows import passage_windows, window_text
+from evident.embeddings.windows import WINDOWS_FORMAT, passage_windows, window_text
 from evident.models import Principal, SourceDocument
 
 # The real resolution of the settings (conftest.py sets words only for unmarked tests).
@@ -193,21 +193,23 @@ def test_another_model_resets_the_vectors_and_embeds_every_page(tmp_path: Path, 
 
 
 
-def test_windows_cut_another_way_are_embedded_again(
-    tmp_path: Path, scorer: SemanticScorer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Vectors belong to a model and to the way windows are cut: an upgrade that cuts them otherwise
-    # must not search the old spans.
+def test_windows_cut_another_way_are_embedded_again(tmp_path: Path, scorer: SemanticScorer) -> None:
+    # Vectors belong to a model and to the way windows are cut: after an upgrade that cuts them
+    # otherwise (here, vectors recorded with another windows format) the old spans are not searched.
     _, path, opened = _embedded(tmp_path, scorer)
     with opened as index:
         assert index.ready(scorer.model_id)
-        monkeypatch.setattr(vectors, "WINDOWS_FORMAT", "windows-test:30w")
+    older = f"{scorer.model_id} windows-0:30w"
+    assert older != vectors_key(scorer.model_id)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE evident_meta SET value = ? WHERE key = 'vectors_model'", (older,))
+    with LocalIndex(path) as index:
         assert index.unembedded(scorer.model_id) == 4 and not index.ready(scorer.model_id)
         again = index.embed(scorer)
         assert again.reset and again.documents == 4 and index.ready(scorer.model_id)
     with closing(sqlite3.connect(path)) as conn:
         [(stored,)] = conn.execute("SELECT value FROM evident_meta WHERE key = 'vectors_model'").fetchall()
-    assert stored == f"{scorer.model_id} windows-test:30w"
+    assert stored == f"{scorer.model_id} {WINDOWS_FORMAT}"
 
 
 def _check_windows_metadata(doc: SourceDocument) -> None:

@@ -13,7 +13,7 @@ import pytest
 from evident.alignment.models import AlignmentDecision
 from evident.citations.support import GeneratedSentenceSupport, token_support
 from evident.context import EvidentContext
-from evident.llm.batching import approx_counter, make_counter, tiktoken_cached
+from evident.llm.batching import approx_counter, forget_encodings, make_counter, tiktoken_cached
 from evident.llm.failures import ModelFailure, backoff_delay, call_with_retries, describe_failure, is_retryable
 from evident.llm.models import Models, ModelSettings
 from evident.prompts import BASELINE_PROMPTS, EXTRACTION_PROMPT, GENERATION_PROMPT, render_numbered_documents
@@ -95,9 +95,12 @@ def test_token_counting_never_reaches_the_network(monkeypatch: pytest.MonkeyPatc
         raise ConnectionError("no network")
 
     monkeypatch.setattr(tiktoken, "get_encoding", offline)
-    monkeypatch.setattr("evident.llm.batching._encodings", {})
-    # Explicit tiktoken that cannot load: the approximation, never an exception.
-    assert make_counter(EvidentContext(model="gpt-4o-mini", token_counter="tiktoken"))("x" * 40) == 10
+    forget_encodings()  # an encoding loaded by an earlier test would not reach the network at all
+    try:
+        # Explicit tiktoken that cannot load: the approximation, never an exception.
+        assert make_counter(EvidentContext(model="gpt-4o-mini", token_counter="tiktoken"))("x" * 40) == 10
+    finally:
+        forget_encodings()  # the failure remembered here is this test's alone
 
 
 def test_generated_sentence_measure() -> None:

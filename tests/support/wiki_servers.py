@@ -19,10 +19,12 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -493,6 +495,12 @@ class RealMediaWiki:
         """One line per request served so far: `METHOD /path?query`."""
         path = self.folder / "requests.log"
         return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+    def forget_sessions(self) -> int:
+        """Drop every session from the wiki's session store (MediaWiki keeps it in the SQLite object
+        cache beside its database), as a restart of that store or an expiry does; returns how many."""
+        with closing(sqlite3.connect(self.folder / "data" / "wikicache.sqlite")) as conn, conn:
+            return conn.execute("DELETE FROM objectcache WHERE keyname LIKE '%:MWSession:%'").rowcount
 
     def maintenance(self, script: str, *args: str) -> str:
         done = subprocess.run(

@@ -117,11 +117,11 @@ long_text = st.tuples(
 @FAST
 @given(long_text)
 def test_vectorised_normalisation_equals_the_exact_path(text: str) -> None:
-    from evident.alignment.normalize import _normalize_runs, _normalize_vectorised
+    from evident.alignment.normalize import normalize_runs, normalize_vectorised
 
-    exact = _normalize_runs(text)
+    exact = normalize_runs(text)
     assert exact[0] == nfkc_casefold(text)
-    fast = _normalize_vectorised(text)
+    fast = normalize_vectorised(text)
     if fast is not None:
         assert fast[0] == exact[0]
         norm_len = len(exact[0])

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import gc
 
-from evident.cli import _collector_paused
+from evident.cli import collector_paused
 
 
 def test_the_collector_is_off_while_paused_and_back_after() -> None:
     assert gc.isenabled()
-    with _collector_paused():
+    with collector_paused():
         assert not gc.isenabled()
     assert gc.isenabled()
     gc.unfreeze()
@@ -18,7 +18,7 @@ def test_the_collector_is_off_while_paused_and_back_after() -> None:
 def test_a_collector_switched_off_by_the_caller_stays_off() -> None:
     gc.disable()
     try:
-        with _collector_paused():
+        with collector_paused():
             pass
         assert not gc.isenabled()
     finally:

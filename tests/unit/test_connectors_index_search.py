@@ -8,12 +8,12 @@ import pytest
 
 from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.index.fts_query import query_terms
-from evident.connectors.index.ranking import _TIE_MARGIN
+from evident.connectors.index.visible_ranking import TIE_MARGIN
 
 
 def reference(index: LocalIndex, query: str, k: int) -> list[tuple[str, float]]:
     # Every match (the limit exceeds the corpus), then the contract's order: score, then URL.
-    everything = index._mirror.top(query_terms(query), 10_000) if query_terms(query) else []
+    everything = index.mirror.top(query_terms(query), 10_000) if query_terms(query) else []
     return sorted(everything, key=lambda hit: (-hit[1], hit[0]))[:k]
 
 
@@ -23,7 +23,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> LocalIndex:
     corpus = folder / "c.jsonl"
     records = []
     # Identical pages score identically: more of them than the tie margin, in shuffled URL order.
-    for i in sorted(range(_TIE_MARGIN + 20), key=lambda i: (i * 37) % 101):
+    for i in sorted(range(TIE_MARGIN + 20), key=lambda i: (i * 37) % 101):
         records.append(
             {"url": f"https://d/same/{i:03d}", "title": "Deploy guide", "text": "Deploy with flowctl deploy."}
         )

@@ -65,10 +65,11 @@ def test_a_batch_gives_the_vectors_of_single_texts(model: LocalEmbeddings) -> No
 
 def test_the_first_queries_use_the_quick_session_and_more_texts_the_optimised_one(model: LocalEmbeddings) -> None:
     fresh = LocalEmbeddings(threads=1)
+    assert fresh.loaded_sessions == ()
     query = fresh.encode([QUESTION])  # one query: the session that starts fast
-    assert fresh._quick is not None and fresh._session is None
+    assert fresh.loaded_sessions == ("quick",)
     batch = fresh.encode([ANSWER] * (QUICK_TEXTS + 1))  # more than the quick budget: the optimised session
-    assert fresh._session is not None and fresh._quick is None
+    assert fresh.loaded_sessions == ("optimised",)
     assert np.allclose(query, fresh.encode([QUESTION]), atol=1e-6)  # the same vectors either way
     assert np.allclose(query, model.encode([QUESTION]), atol=1e-6)
     assert np.allclose(batch[0], model.encode([ANSWER])[0], atol=1e-6)
@@ -76,8 +77,7 @@ def test_the_first_queries_use_the_quick_session_and_more_texts_the_optimised_on
 
 def test_a_long_text_is_truncated_to_256_tokens(model: LocalEmbeddings) -> None:
     words = " ".join(f"word{i % 50}" for i in range(10_000))
-    session, tokenizer = model._loaded()
-    assert len(tokenizer.encode(words).ids) == 256
+    assert model.token_count(words) == 256
     long_text, prefix = model.encode([words, " ".join(words.split()[:2000])])
     assert np.allclose(long_text, prefix, atol=1e-5)  # only the first 256 tokens count, as in sentence-transformers
 

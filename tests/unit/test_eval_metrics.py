@@ -192,8 +192,8 @@ def test_judge_labels() -> None:
 
 
 def test_an_uncited_answer_is_answered_not_an_abstention() -> None:
-    from evident.eval.methods import _outcome
+    from evident.eval.methods import answer_outcome
 
-    assert _outcome("Reports are due within 30 days.") == "answered"
-    assert _outcome("Not sufficient information to answer.") == "insufficient"
-    assert _outcome("   ") == "insufficient"
+    assert answer_outcome("Reports are due within 30 days.") == "answered"
+    assert answer_outcome("Not sufficient information to answer.") == "insufficient"
+    assert answer_outcome("   ") == "insufficient"

@@ -210,3 +210,76 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
               for target in _imports_of(ast.parse(path.read_text(encoding="utf-8")), modules)
               if _layer(target) > _layer(name)}
     assert upward == set()
+
+
+# -- tests reach evident through its public API (issue 28) ---------------------------------------------
+
+TESTS = PACKAGE.parent / "tests"
+# tests/support may use its own classes' privates; these reach the code under test.
+SCANNED = ("unit", "integration")
+# Read where no public API says it: LangGraph's `Auth` keeps the handlers a module registered in these
+# slots, which its server reads; a test that langgraph.json's auth module registers any can only look there.
+PRIVATE_ALLOWED = {
+    ("tests/unit/test_serving.py", "_authenticate_handler"),
+    ("tests/unit/test_serving.py", "_global_handlers"),
+}
+
+
+def _private(name: str) -> bool:
+    return len(name) > 1 and name.startswith("_") and not name.startswith("__")
+
+
+def _private_reach(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, name) of every `x._name` read or written (x neither `self` nor `cls`), of every private
+    name imported from evident, and of every `<patcher>.setattr(target, "NAME", ...)` or
+    `.setattr("a.b.NAME", ...)` that patches a constant (an upper-case name) or a private."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "evident":
+            found.extend((node.lineno, alias.name) for alias in node.names if _private(alias.name))
+        elif isinstance(node, ast.Attribute) and _private(node.attr) and not (
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            found.append((node.lineno, node.attr))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setattr":
+            strings = [a.value for a in node.args[:2] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if len(node.args) >= 2 and strings and isinstance(node.args[0], ast.Constant):
+                name = strings[0].rsplit(".", 1)[-1]  # the dotted form: ("a.b.NAME", value)
+            elif len(node.args) >= 3 and isinstance(node.args[1], ast.Constant) and strings:
+                name = strings[-1]
+            else:
+                continue
+            if name.isupper() or _private(name):
+                found.append((node.lineno, name))
+    return sorted(found)
+
+
+def test_the_scan_finds_privates_and_patched_constants() -> None:
+    source = (
+        "index._mirror.marker()\n"
+        "self._lock, cls._cache, x.__name__, x.public\n"
+        "monkeypatch.setattr(extractor, 'SECONDARY_SCORE_RATIO', 0.95)\n"
+        "monkeypatch.setattr('evident.llm.batching._encodings', {})\n"
+        "m.setattr(LocalIndex, '_mirror_hits', None)\n"
+        "monkeypatch.setattr(gate, 'server_settings', lambda: None)\n"
+        "monkeypatch.setattr('evident.web.auth.server_settings', lambda: None)\n"
+        "retriever._session = {}\n"
+        "from evident.context import EvidentContext, _toml_cache\n"
+        "from tests.support.wiki_servers import _ROUTER\n"
+    )
+    assert _private_reach(ast.parse(source)) == [
+        (1, "_mirror"), (3, "SECONDARY_SCORE_RATIO"), (4, "_encodings"), (5, "_mirror_hits"), (8, "_session"),
+        (9, "_toml_cache"),
+    ]
+
+
+def test_tests_use_public_functions_and_settings_not_privates_or_patched_constants() -> None:
+    paths = sorted(p for folder in SCANNED for p in (TESTS / folder).rglob("*.py"))
+    assert len(paths) > 50
+    found = [
+        f"{name}:{line}: {attr}"
+        for path in paths
+        for name in [str(path.relative_to(PACKAGE.parent))]
+        for line, attr in _private_reach(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        if (name, attr) not in PRIVATE_ALLOWED
+    ]
+    assert found == []

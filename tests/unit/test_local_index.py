@@ -404,7 +404,7 @@ def test_retriever_opens_lazily_and_is_thread_safe(tmp_path: Path, corpus: Path)
     with LocalIndex(index_path) as index:
         index.add_corpus(corpus)
     retriever = LocalCorpusRetriever(index_path=index_path, k=1)
-    assert retriever._index is None
+    assert retriever.opened is None
     found: list[str] = []
     def ask() -> None:
         found.append(retriever.invoke("expense")[0].metadata["url"])

@@ -65,7 +65,7 @@ def test_damaged_tantivy_file_is_detected_on_open_and_rebuilt(
     with pytest.raises(MirrorError, match="checksums"):
         mirror.verify_files()
     with LocalIndex(built) as index:
-        assert index._mirror_generation is not None  # rebuilt and trusted again, not left to FTS5
+        assert index.mirror_generation is not None  # rebuilt and trusted again, not left to FTS5
         assert top(index, "item7 policy") == expected
     assert "Tantivy index damaged, rebuilding it from SQLite" in caplog.text
     mirror.verify_files()  # the rebuilt directory matches its own checksums
@@ -75,7 +75,7 @@ def test_read_only_open_of_a_damaged_directory_searches_with_sqlite(built: Path)
     for file in segment_files(built):
         damage(file, keep_footer=True)
     with LocalIndex(built, read_only=True) as index:
-        assert index._mirror_generation is None
+        assert index.mirror_generation is None
         assert top(index, "item12")[0] == "https://w/12"
 
 

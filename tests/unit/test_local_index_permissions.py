@@ -18,6 +18,7 @@ from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.index.fts_query import fts_search
 from evident.connectors.index.ranking import PHRASE_SLOP, TantivyMirror
 from evident.connectors.index.retriever import LocalCorpusRetriever
+from evident.connectors.index.store import connect
 from evident.connectors.index.visible_ranking import ExactRanker, explained_stats, phrase_count
 from evident.connectors.visibility import AclPolicy, document_tokens, principal_tokens
 from evident.models import Principal, SourceDocument
@@ -102,13 +103,16 @@ def test_the_sources_policy_decides_documents_without_an_acl(tmp_path: Path) -> 
 
 def test_the_fts5_fallback_filters_in_its_where(tmp_path: Path) -> None:
     retriever = _retriever(tmp_path, "c", PAGES + HIDDEN, k=1)
-    with LocalIndex(retriever.index_path) as index:
+    conn = connect(Path(retriever.index_path), read_only=True)
+    try:
         visible = principal_tokens(BOB, AclPolicy(source="local"))
-        rows = fts_search(index._conn, "ZEBRAFINCH expense", 1, columns="url", title_weight=20.0,
+        rows = fts_search(conn, "ZEBRAFINCH expense", 1, columns="url", title_weight=20.0,
                           content_weight=1.0, visible=visible)  # fmt: skip
         assert [row[0] for row in rows] == ["https://w/expenses"]
-        assert fts_search(index._conn, "ZEBRAFINCH", 3, columns="url", title_weight=20.0, content_weight=1.0,
+        assert fts_search(conn, "ZEBRAFINCH", 3, columns="url", title_weight=20.0, content_weight=1.0,
                           visible=visible) == []  # fmt: skip
+    finally:
+        conn.close()
 
 
 _NAMES = st.sampled_from(["bob", "Alice", " carol ", "staff", "STAFF", "hr", "board", ""])
@@ -240,10 +244,10 @@ def test_phrase_counts_are_tantivys_on_a_page_indexed_alone(tmp_path: Path) -> N
         page["text"] += " " + "x" * 70 + " travel x limits"  # an unindexed long word keeps its position
         single = TantivyMirror(tmp_path / f"one-{i}", title_weight=2.0)
         single.rebuild([(page["url"], page["title"], page["text"], ["public"])], generation=1, documents=1)
-        searcher = single._open(create=False).searcher()
-        positions = mirror._exact._positions(page["title"], page["text"], {token for pair in pairs for token in pair})
+        searcher = single.searcher()
+        positions = mirror.positions(page["title"], page["text"], {token for pair in pairs for token in pair})
         for first, second in pairs:
-            query = tantivy.Query.phrase_query(single._schema, "text", [first, second], slop=PHRASE_SLOP)
+            query = tantivy.Query.phrase_query(single.schema, "text", [first, second], slop=PHRASE_SLOP)
             hits = searcher.search(query, 1).hits
             explained = explained_stats(query.explain(searcher, hits[0][1]).to_json()) if hits else {}
             tantivy_count = explained.get("freq", 0.0)
@@ -257,9 +261,9 @@ def test_stored_lengths_are_tantivys(tmp_path: Path) -> None:
     pages = _random_pages(random.Random(3), 25, None, "p")
     pages[0]["text"] += " " + "y" * 80  # too long to index: not counted
     with _index(tmp_path, "c", pages) as index:
-        total, documents = index._visible_lengths(["public", "unstated"])
-        searcher = index._mirror._open(create=False).searcher()
-        query = tantivy.Query.term_query(index._mirror._schema, "text", "expens")
+        total, documents = index.visible_lengths(["public", "unstated"])
+        searcher = index.mirror.searcher()
+        query = tantivy.Query.term_query(index.mirror.schema, "text", "expens")
         explained = explained_stats(query.explain(searcher, searcher.search(query, 1).hits[0][1]).to_json())
     assert documents == 25
     assert explained["avgdl"] == pytest.approx(total / documents, rel=1e-6)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -65,24 +66,32 @@ def test_repeated_and_single_words_search_as_before(tmp_path: Path) -> None:
         assert urls(index, "vpn vpn VPN vpn") == ["b-vpn"]
 
 
-def test_a_mirror_without_positions_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_mirror_without_positions_is_rebuilt(tmp_path: Path) -> None:
     # An index written before the phrase clauses (format 4) has no word positions, which phrase
     # queries need: opening it with this version rebuilds the mirror, and then proximity counts.
     def frequencies_only() -> tantivy.Schema:
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("url", stored=True, tokenizer_name="raw", index_option="basic")
-        builder.add_text_field("text", tokenizer_name="evident_en", index_option="freq")
+        builder.add_text_field("text", tokenizer_name="en_stem", index_option="freq")
         return builder.build()
 
     records = [{"url": "a-scattered", "title": "Page one", "text": SCATTERED},
                {"url": "b-together", "title": "Page two", "text": TOGETHER}]
-    with monkeypatch.context() as old:
-        old.setattr(ranking, "_schema", frequencies_only)
-        old.setattr(ranking, "MIRROR_FORMAT", 4)
-        build(tmp_path, records).close()
-    marker = tmp_path / "i.sqlite3.tantivy" / "evident-sync.json"
-    assert json.loads(marker.read_text(encoding="utf-8"))["format"] == 4
+    with build(tmp_path, records) as built:
+        generation, documents = built.generation, built.count()
+    # What that version left beside the file: its mirror, and its marker.
+    directory = tmp_path / "i.sqlite3.tantivy"
+    shutil.rmtree(directory)
+    directory.mkdir()
+    writer = tantivy.Index(frequencies_only(), path=str(directory)).writer()
+    for record in records:
+        writer.add_document(tantivy.Document(url=record["url"], text=f"{record['title']} {record['text']}"))
+    writer.commit()
+    writer.wait_merging_threads()
+    marker = directory / "evident-sync.json"
+    marker.write_text(json.dumps({"format": 4, "generation": generation, "documents": documents, "files": {}}),
+                      encoding="utf-8")
     with LocalIndex(tmp_path / "i.sqlite3") as index:
         assert json.loads(marker.read_text(encoding="utf-8"))["format"] == ranking.MIRROR_FORMAT
-        assert index._mirror_generation is not None  # served by the rebuilt mirror, not FTS5
+        assert index.mirror_generation is not None  # served by the rebuilt mirror, not FTS5
         assert urls(index, "retirement benefits") == ["b-together", "a-scattered"]

@@ -76,21 +76,21 @@ def test_a_title_is_not_paired_across_a_sentence_merged_into_another_page() -> N
     # The SSI page opens with its title and a sentence the planner page (cited first) says word for
     # word; that sentence is merged there, so the title's next sentence in the list is not the one
     # under it in the source, and the two are not shown as a pair.
-    from evident.offline.composer import _kept_orders, _sentences
+    from evident.offline.composer import kept_orders, quoted_sentences
 
     ssi = "The SSI program pays benefits to disabled adults and children with limited income."
     decisions = [
         decision("p1", CONFIG, "We pay disability benefits under two programs. " + ssi),
         decision("p2", FAQ, "Supplemental Security Income Benefits\n" + ssi + " SSI is also paid at 65."),
     ]
-    sentences = _sentences(decisions)
+    sentences = quoted_sentences(decisions)
     title = next(s for s in sentences if s.text == "Supplemental Security Income Benefits")
     after = next(s for s in sentences if s.text == "SSI is also paid at 65.")
     assert after.order == title.order + 1 and after.after_gap
     assert title.urls == [FAQ] and next(s for s in sentences if s.text == ssi).urls == [CONFIG, FAQ]
     for s in sentences:
         s.relevance = 1.0
-    kept = _kept_orders(sentences, 3)  # the two sentences of the first passage, then the title
+    kept = kept_orders(sentences, 3)  # the two sentences of the first passage, then the title
     assert title.order in kept and after.order not in kept  # alone, not with the sentence after the gap
 
 
@@ -98,15 +98,15 @@ def test_a_question_is_not_paired_with_text_after_a_gap_in_the_quote() -> None:
     # A quote that left text out ("…") between the question and the next sentence: that sentence is
     # not the question's answer.
     from evident.alignment.aligner import QUOTE_JOINER
-    from evident.offline.composer import _kept_orders, _sentences
+    from evident.offline.composer import kept_orders, quoted_sentences
 
     quote = "Can I use the GI Bill for a second degree?" + QUOTE_JOINER + "The office is closed on Sundays."
-    sentences = _sentences([decision("p1", FAQ, quote)])
+    sentences = quoted_sentences([decision("p1", FAQ, quote)])
     question, after = sentences
     assert after.order == question.order + 1 and after.after_gap
     for s in sentences:
         s.relevance = 1.0
-    assert _kept_orders(sentences, 1) == {question.order}
+    assert kept_orders(sentences, 1) == {question.order}
 
 
 

@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
-import pytest
-
 from evident.alignment.models import SourceDocument
-from evident.offline import extractor
+from evident.offline.answerability import DEFAULT_GATE
 from evident.offline.composer import compose_answer
-from evident.offline.extractor import extract_passages
+from evident.offline.extractor import (
+    SECONDARY_COVERAGE_RATIO,
+    candidate_windows,
+    extract_passages,
+    join_openings,
+    opening_heading,
+    window_at,
+)
+from evident.offline.sentences import CONTINUATIONS
 from evident.offline.units import analyse
 from tests.support.offline import cited_sentences, decision
 
@@ -34,18 +40,20 @@ def test_a_window_reads_on_into_a_sentence_that_takes_it_up() -> None:
     )
 
 
-def test_without_continuation_words_the_window_stops_at_its_length(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extractor, "CONTINUATIONS", frozenset())
-    passages = extract_passages("How does student loan deferment work?", [DEFERMENT])
+def test_without_a_continuation_word_the_window_stops_at_its_length() -> None:
+    # The same page, its fourth sentence no longer opening with "However": only that word read it on.
+    assert "however" in CONTINUATIONS
+    plain = DEFERMENT.model_copy(update={"content": DEFERMENT.content.replace("However, interest", "Interest")})
+    passages = extract_passages("How does student loan deferment work?", [plain])
     assert passages[0].content.endswith("A decision takes about a month.")
 
 
 def test_what_a_window_reads_on_into_does_not_score() -> None:
     # The sentence read on to is quoted, not scored: the window's score is that of its own units.
-    scorer, units, windows = extractor._windows("How does student loan deferment work?", [DEFERMENT])
+    scorer, units, windows = candidate_windows("How does student loan deferment work?", [DEFERMENT])
     best = windows[0]
     assert (best.first, best.last, best.end) == (0, 2, 3)
-    alone = extractor._window(scorer, units[0], 0, best.first, best.last, 0)
+    alone = window_at(scorer, units[0], 0, best.first, best.last, 0)
     assert alone is not None and alone.score == best.score
 
 
@@ -59,10 +67,11 @@ def test_a_chosen_opening_joins_the_passage_it_introduces() -> None:
     ]
 
 
-def test_without_joining_the_opening_comes_last(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extractor, "_joined", lambda chosen, units: chosen)
-    passages = extract_passages(COMPLAINT_QUERY, [COMPLAINTS])
-    assert [p.content for p in passages] == [
+def test_without_joining_the_opening_comes_last() -> None:
+    # The two windows the passage above joins, as ranked: the opening scores below the text after it.
+    _, units, windows = candidate_windows(COMPLAINT_QUERY, [COMPLAINTS])
+    text = COMPLAINTS.content
+    assert [text[units[0][w.lead].start : units[0][w.end].end] for w in windows[:2]] == [
         "You can submit a complaint online at any time of day, or send it by mail. We answer within ten days.",
         "We read every complaint about our service.",
     ]
@@ -71,14 +80,14 @@ def test_without_joining_the_opening_comes_last(monkeypatch: pytest.MonkeyPatch)
 def test_only_an_opening_in_the_same_paragraph_right_before_is_joined() -> None:
     units = [analyse(COMPLAINTS.content).units]
     # units: 0 heading, 1-2 first paragraph, 3 heading, 4-6 second paragraph
-    assert extractor._joined([(0, 5, 6), (0, 4, 4)], units) == [(0, 4, 6)]
+    assert join_openings([(0, 5, 6), (0, 4, 4)], units) == [(0, 4, 6)]
     # Text after the better window stays a passage of its own.
-    assert extractor._joined([(0, 4, 4), (0, 5, 6)], units) == [(0, 4, 4), (0, 5, 6)]
+    assert join_openings([(0, 4, 4), (0, 5, 6)], units) == [(0, 4, 4), (0, 5, 6)]
     # Not across a heading or a paragraph break, nor over a gap, nor across documents.
-    assert extractor._joined([(0, 4, 6), (0, 1, 2)], units) == [(0, 4, 6), (0, 1, 2)]
-    assert extractor._joined([(0, 4, 6), (0, 3, 3)], units) == [(0, 4, 6), (0, 3, 3)]
-    assert extractor._joined([(0, 6, 6), (0, 4, 4)], units) == [(0, 6, 6), (0, 4, 4)]
-    assert extractor._joined([(0, 5, 6), (1, 4, 4)], units + units) == [(0, 5, 6), (1, 4, 4)]
+    assert join_openings([(0, 4, 6), (0, 1, 2)], units) == [(0, 4, 6), (0, 1, 2)]
+    assert join_openings([(0, 4, 6), (0, 3, 3)], units) == [(0, 4, 6), (0, 3, 3)]
+    assert join_openings([(0, 6, 6), (0, 4, 4)], units) == [(0, 6, 6), (0, 4, 4)]
+    assert join_openings([(0, 5, 6), (1, 4, 4)], units + units) == [(0, 5, 6), (1, 4, 4)]
 
 
 EXIT = SourceDocument(url="https://studentaid.example/exit-counseling", title="Exit Counseling", content=(
@@ -101,18 +110,18 @@ def test_a_window_under_the_pages_opening_heading_quotes_it() -> None:
 
 def test_only_the_opening_heading_right_above_the_text_is_taken() -> None:
     units = analyse(EXIT.content).units
-    assert extractor._opening_heading(units, 2, set(), EXIT.content) == 1
+    assert opening_heading(units, 2, set(), EXIT.content) == 1
     # Not the second sentence under it, nor text under a deeper section heading, nor a heading
     # another window already quotes.
-    assert extractor._opening_heading(units, 3, set(), EXIT.content) == 3
-    assert extractor._opening_heading(units, 5, set(), EXIT.content) == 5
-    assert extractor._opening_heading(units, 2, {1}, EXIT.content) == 2
+    assert opening_heading(units, 3, set(), EXIT.content) == 3
+    assert opening_heading(units, 5, set(), EXIT.content) == 5
+    assert opening_heading(units, 2, {1}, EXIT.content) == 2
     # Text right under the page's first line: that line is the page's title, which the citation names.
     text = "Exit Counseling\nExit counseling prepares you to repay your loan."
-    assert extractor._opening_heading(analyse(text).units, 1, set(), text) == 1
+    assert opening_heading(analyse(text).units, 1, set(), text) == 1
     # A heading with text above it on the page opens a section, not the page.
     text = "Exit Counseling\nIt is required.\n\nWhat is it?\nIt prepares you to repay."
-    assert extractor._opening_heading(analyse(text).units, 3, set(), text) == 3
+    assert opening_heading(analyse(text).units, 3, set(), text) == 3
 
 
 def test_a_title_line_run_together_with_breadcrumbs_still_counts_as_the_title() -> None:
@@ -126,19 +135,19 @@ def test_a_title_line_run_together_with_breadcrumbs_still_counts_as_the_title() 
     )
     glued = analyse(text).units
     assert not glued[0].heading and glued[1].heading
-    assert extractor._opening_heading(glued, 2, set(), text) == 1
+    assert opening_heading(glued, 2, set(), text) == 1
     # A first line that ends like a sentence is the page's text: the heading under it opens a section.
     text = ("Employees may work remotely on two days a week, agreed with their manager in advance.\n\n"
             "How do I get a laptop for remote work?\n"
             "Laptops for remote work are provided by the IT service desk within five days.")
-    assert extractor._opening_heading(analyse(text).units, 2, set(), text) == 2
+    assert opening_heading(analyse(text).units, 2, set(), text) == 2
 
 
 def test_the_opening_heading_does_not_change_the_windows_score() -> None:
-    scorer, units, windows = extractor._windows("Why do I need exit counseling?", [EXIT])
+    scorer, units, windows = candidate_windows("Why do I need exit counseling?", [EXIT])
     best = windows[0]
     assert (best.lead, best.first) == (1, 2)
-    alone = extractor._window(scorer, units[0], 0, best.first, best.last, best.first, best.end)
+    alone = window_at(scorer, units[0], 0, best.first, best.last, best.first, best.end)
     assert alone is not None and alone.score == best.score and alone.lead == best.first
 
 
@@ -156,7 +165,7 @@ RENEWAL_QUERY = "How do I renew my driving licence, and what is the renewal fee?
 
 
 def _quoted(query: str, docs: list[SourceDocument]) -> list[str]:
-    _, units, windows = extractor._windows(query, docs)
+    _, units, windows = candidate_windows(query, docs)
     return [docs[w.doc].content[units[w.doc][w.lead].start : units[w.doc][w.end].end] for w in windows]
 
 
@@ -195,50 +204,48 @@ TRANSFER_ITEMS = (
 TRANSFER_OTHER = "Offices open at nine. Lines are short in the morning. Parking is free."
 
 
-def test_the_lead_page_text_covering_more_of_the_question_is_kept_under_half_the_best_score(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_lead_page_text_covering_more_of_the_question_is_kept_under_half_the_best_score() -> None:
     # Rule 50: the list of documents covers every word of the question but scores lower than the
     # short lead sentence for its length; on the lead's page it is kept whatever its score ...
-    monkeypatch.setattr(extractor, "SECONDARY_SCORE_RATIO", 0.95)
+    ratio = 0.95
     page = SourceDocument(url="KB-8", title="Plates", content=(
         f"{TRANSFER_LEAD}\n\n{TRANSFER_ITEMS}\n\n{TRANSFER_OTHER}"))
-    _, _, windows = extractor._windows(TRANSFER_QUERY, [page])
-    assert windows[1].score < 0.95 * windows[0].score and windows[1].coverage > windows[0].coverage
-    assert [p.content for p in extract_passages(TRANSFER_QUERY, [page])] == [TRANSFER_LEAD, TRANSFER_ITEMS]
+    _, _, windows = candidate_windows(TRANSFER_QUERY, [page])
+    assert windows[1].score < ratio * windows[0].score and windows[1].coverage > windows[0].coverage
+    kept = extract_passages(TRANSFER_QUERY, [page], secondary_score_ratio=ratio)
+    assert [p.content for p in kept] == [TRANSFER_LEAD, TRANSFER_ITEMS]
     # ... but on another page a lower score is also a lower rank: it still needs the share of the best.
     lead = SourceDocument(url="KB-8", title="Plates", content=f"{TRANSFER_LEAD}\n\n{TRANSFER_OTHER}")
     other = SourceDocument(url="KB-9", title="Plates", content=TRANSFER_ITEMS)
-    assert [p.url for p in extract_passages(TRANSFER_QUERY, [lead, other])] == ["KB-8"]
+    assert [p.url for p in extract_passages(TRANSFER_QUERY, [lead, other], secondary_score_ratio=ratio)] == ["KB-8"]
 
 
-def test_the_coverage_floor_is_for_other_pages_than_the_leads(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_coverage_floor_is_for_other_pages_than_the_leads() -> None:
     # Rule 51: "Learn about federal consolidation first." covers a tenth of the question, under the
     # floor for a second window; on the lead page it is kept, on another page such text is not.
-    monkeypatch.setattr(extractor, "SECONDARY_SCORE_RATIO", 0.05)
     query = "Can I consolidate my federal student loans to lower my monthly payment with my servicer online?"
     lead = SourceDocument(url="KB-3", title="Consolidation", content=(
         "Consolidate your federal student loans online to lower your monthly payment with your servicer.\n\n"
         "Learn about federal consolidation first.\n\nOffices close at five."))
     other = SourceDocument(url="KB-4", title="Grants", content=(
         "A federal consolidation grant is rare.\n\nGrants need no repayment."))
-    _, _, windows = extractor._windows(query, [lead, other])
-    floor = extractor.DEFAULT_GATE.words_gate * extractor.SECONDARY_COVERAGE_RATIO
+    _, _, windows = candidate_windows(query, [lead, other])
+    floor = DEFAULT_GATE.words_gate * SECONDARY_COVERAGE_RATIO
     assert [(w.doc, w.coverage < floor, w.matched) for w in windows[1:3]] == [(0, True, 2), (1, True, 2)]
-    assert [p.content for p in extract_passages(query, [lead, other])] == [
+    assert [p.content for p in extract_passages(query, [lead, other], secondary_score_ratio=0.05)] == [
         lead.content.split("\n\n")[0], "Learn about federal consolidation first."]
 
 
-def test_a_name_the_page_holds_is_a_shared_word(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_name_the_page_holds_is_a_shared_word() -> None:
     # Rule 52: on a page naming Tessellate, "Passwords must be at least 14 characters long." shares
     # two words with the question, the name and "password", and is no coincidence of one word.
-    monkeypatch.setattr(extractor, "SECONDARY_SCORE_RATIO", 0.1)
     doc = SourceDocument(url="KB-11", title="Tessellate account security", content=(
         "Tessellate sets a minimum length for every password.\n\nRotate keys yearly.\n\n"
         "Passwords must be at least 14 characters long.\n\nSessions end after an hour."))
     rule = "Passwords must be at least 14 characters long."
-    named = extract_passages("What is the minimum length for a password at Tessellate?", [doc])
+    named = extract_passages("What is the minimum length for a password at Tessellate?", [doc],
+                             secondary_score_ratio=0.1)
     assert [p.content for p in named] == ["Tessellate sets a minimum length for every password.", rule]
     # Without the name, the sentence shares one word with the question and stays out.
-    unnamed = extract_passages("What is the minimum length for a password?", [doc])
+    unnamed = extract_passages("What is the minimum length for a password?", [doc], secondary_score_ratio=0.1)
     assert rule not in [p.content for p in unnamed]

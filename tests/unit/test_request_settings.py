@@ -26,7 +26,7 @@ from evident.context import (
 )
 from evident.graph import build_graph, graph
 from evident.nodes.retrieve import IGNORED_PRINCIPAL
-from evident.state import _PER_QUERY, EvidentState
+from evident.state import PER_QUERY, EvidentState
 
 Q = "How many days do I have to submit an expense report after a trip?"
 # What the LangGraph server puts in every run's config: the graph then knows a request started it.
@@ -209,7 +209,7 @@ def test_every_query_on_a_thread_starts_clean() -> None:
 def test_every_per_query_field_is_reset() -> None:
     # The rewrite step writes query, standalone_query and rewrite at every query; messages is the thread's.
     written_by_rewrite = {"query", "standalone_query", "rewrite"}
-    assert set(EvidentState.__annotations__) - {"principal", "messages", *written_by_rewrite} == set(_PER_QUERY)
+    assert set(EvidentState.__annotations__) - {"principal", "messages", *written_by_rewrite} == set(PER_QUERY)
 
 
 def test_no_output_counts_hidden_documents() -> None:

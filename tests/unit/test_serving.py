@@ -21,7 +21,7 @@ from evident.commands.serve import (
     server_environment,
     tracing_configured,
 )
-from evident.context import ConfigError, ContextWithDefaults, EvidentContext, _toml_cache
+from evident.context import ConfigError, ContextWithDefaults, EvidentContext, forget_file_defaults
 from evident.graph.tracing import describe, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -285,7 +285,7 @@ def test_a_dict_context_keeps_the_deployment_settings(monkeypatch: pytest.Monkey
     config.write_text('top_n = 3\nk = 5\n[model]\nname = "from-toml"\n', encoding="utf-8")
     monkeypatch.setenv("EVIDENT_CONFIG", str(config))
     monkeypatch.setenv("EVIDENT_K", "7")
-    _toml_cache.clear()
+    forget_file_defaults()
     try:
         ctx = ContextWithDefaults(top_n=2)
         assert (ctx.top_n, ctx.k, ctx.model) == (2, 7, "from-toml")  # request > environment > file
@@ -293,7 +293,7 @@ def test_a_dict_context_keeps_the_deployment_settings(monkeypatch: pytest.Monkey
         with pytest.raises(ConfigError, match="threshold"):
             ContextWithDefaults(threshold=3)
     finally:
-        _toml_cache.clear()
+        forget_file_defaults()
 
 
 # -- progress lines ---------------------------------------------------------------------------------------

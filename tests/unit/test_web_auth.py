@@ -207,9 +207,8 @@ def test_request_settings_and_bounds_are_checked_in_aegras_shape_too() -> None:
 
 def _authenticate(monkeypatch: pytest.MonkeyPatch, settings: ServerSettings, *args: Any, **kwargs: Any) -> Any:
     monkeypatch.setattr("evident.web.auth.server_settings", lambda: settings)
-    handler = auth_module.auth._authenticate_handler
-    assert handler is not None
-    return asyncio.run(handler(*args, **kwargs))
+    # `@auth.authenticate` registers the function unchanged: what the server calls (test_serving.py).
+    return asyncio.run(auth_module.authenticate(*args, **kwargs))
 
 
 def test_authenticate_takes_langgraphs_named_parameters_and_aegras_headers(monkeypatch: pytest.MonkeyPatch,

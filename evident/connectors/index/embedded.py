@@ -42,7 +42,7 @@ from evident.connectors.index.loaders import (
     log_skip,
 )
 from evident.connectors.index.mirrored import MirroredStore
-from evident.connectors.index.ranking import TITLE_FIRST_DEPTH, title_first
+from evident.connectors.index.ranking import TITLE_FIRST_BOOST, TITLE_FIRST_DEPTH, title_first
 from evident.connectors.index.schema import store_visibility
 from evident.connectors.index.store import IndexFileError, WriteLock, _transaction
 from evident.connectors.index.vectors import (
@@ -61,7 +61,8 @@ from evident.connectors.visibility import document_tokens
 from evident.context import index_dir
 from evident.embeddings.meaning import QueryMeaning, without_meaning
 
-__all__ = ["EmbedStats", "IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index"]
+__all__ = ["EmbedStats", "IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index",
+           "title_first_order"]
 
 # A query word in the title says more about the document than one in its body. 20 (was 4) measured
 # best on the development set's tune part (doc2dial-qa recall@3 0.740 -> 0.755, recall@1 0.581 -> 0.602;
@@ -107,7 +108,8 @@ class LocalIndex(MirroredStore):
 
     Safe to share between threads; other objects and processes may read the same file while one
     writes (see `MirroredStore`). `limits` bound what a corpus may make the loader do; `candidate_pool`,
-    the candidates a permission-filtered search ranks exactly (`visible_ranking.CANDIDATE_POOL`).
+    the candidates a permission-filtered search ranks exactly (`visible_ranking.CANDIDATE_POOL`);
+    `title_first_boost`, how far a page's title lifts it to the first place (`ranking.TITLE_FIRST_BOOST`).
     """
 
     def __init__(
@@ -118,8 +120,10 @@ class LocalIndex(MirroredStore):
         limits: CorpusLimits = DEFAULT_LIMITS,
         lock_timeout_s: float = 300.0,
         candidate_pool: int = CANDIDATE_POOL,
+        title_first_boost: float = TITLE_FIRST_BOOST,
     ) -> None:
         self.limits = limits
+        self.title_first_boost = title_first_boost
         self._vectors: LoadedVectors | None = None
         super().__init__(path, read_only=read_only, lock_timeout_s=lock_timeout_s, title_weight=TITLE_WEIGHT,
                          candidate_pool=candidate_pool)
@@ -173,8 +177,8 @@ class LocalIndex(MirroredStore):
     def _by_words(
         self, query: str, terms: list[str], weights: dict[str, float], depth: int, visible: Sequence[str] | None
     ) -> list[tuple[SourceDocument, float]]:
-        return _title_first(terms, [(_document(row), score) for row, score in self._lexical(query, terms, weights,
-                                                                                             depth, visible)])
+        hits = [(_document(row), score) for row, score in self._lexical(query, terms, weights, depth, visible)]
+        return title_first_order(terms, hits, self.title_first_boost)
 
     def _hybrid(
         self, query: str, terms: list[str], weights: dict[str, float], k: int, visible: Sequence[str] | None,
@@ -193,7 +197,7 @@ class LocalIndex(MirroredStore):
             for row in self._conn.execute(f"SELECT {_COLUMNS}, id FROM documents WHERE id IN ({marks})", wanted):
                 rows[int(row[7])] = row
         candidates = [Candidate(_document(rows[i]), bm25.get(i, 0.0), loaded.windows_of(i, cosines)) for i in rows]
-        return hybrid_ranking(candidates, terms, meaning.weight, k)
+        return hybrid_ranking(candidates, terms, meaning.weight, k, self.title_first_boost)
 
     def _visible_ids(self, visible: Sequence[str]) -> list[int]:
         """The ids of the documents holding a `visible` token."""
@@ -453,10 +457,12 @@ def _dump_metadata(metadata: dict[str, Any]) -> str:
     return json.dumps(metadata, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def _title_first(terms: Sequence[str], hits: list[tuple[SourceDocument, float]]) -> list[tuple[SourceDocument, float]]:
+def title_first_order(
+    terms: Sequence[str], hits: list[tuple[SourceDocument, float]], boost: float = TITLE_FIRST_BOOST
+) -> list[tuple[SourceDocument, float]]:
     """`hits` with the page whose title the question names best among the first TITLE_FIRST_DEPTH
-    first (`ranking.title_first`)."""
-    first = title_first(terms, [(doc.title, score) for doc, score in hits[:TITLE_FIRST_DEPTH]])
+    first (`ranking.title_first` with `boost`)."""
+    first = title_first(terms, [(doc.title, score) for doc, score in hits[:TITLE_FIRST_DEPTH]], boost)
     return [hits[first], *hits[:first], *hits[first + 1 :]] if first else hits
 
 

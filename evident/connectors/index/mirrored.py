@@ -78,7 +78,7 @@ class MirroredStore:
         for attempt in (1, 2):
             try:
                 with tantivy_errors(self._mirror.directory):
-                    lengths = None if visible is None else (lambda: self._visible_lengths(visible))
+                    lengths = None if visible is None else (lambda: self.visible_lengths(visible))
                     return self._mirror.top(terms, k, weights, visible=visible, lengths=lengths, texts=self._text,
                                             generation=self._mirror_generation, pool=self.candidate_pool)
             except MirrorError as exc:
@@ -91,7 +91,7 @@ class MirroredStore:
                     return None
         return None
 
-    def _visible_lengths(self, visible: Sequence[str]) -> tuple[int, int]:
+    def visible_lengths(self, visible: Sequence[str]) -> tuple[int, int]:
         """(the `text` tokens of the documents holding a `visible` token together, how many they are), as
         SQLite holds them at the mirror's generation; cached per generation and token set, since a
         filtered search needs them every time and they change only with the documents.
@@ -118,6 +118,22 @@ class MirroredStore:
                 self._lengths.clear()
             self._lengths[key] = found
         return found
+
+    @property
+    def mirror(self) -> TantivyMirror:
+        """The Tantivy index beside the file."""
+        return self._mirror
+
+    @property
+    def mirror_generation(self) -> int | None:
+        """The SQLite generation the mirror is trusted to reflect; None while searches fall back to FTS5."""
+        return self._mirror_generation
+
+    @property
+    def generation(self) -> int:
+        """SQLite's generation now (see the module's docstring)."""
+        with self._reading():
+            return self._generation()
 
     def _text(self, url: str) -> tuple[str, str] | None:
         """(title, content) of the document at `url`, None when there is none."""

@@ -79,12 +79,13 @@ def title_share(question: frozenset[str], title: str) -> float:
     return len(keys & question) / len(keys) if keys else 0.0
 
 
-def title_first(terms: Sequence[str], hits: Sequence[tuple[str, float]]) -> int:
-    """The index in `hits` ((title, score), best first) of the hit that goes first (`TITLE_FIRST_BOOST`)."""
+def title_first(terms: Sequence[str], hits: Sequence[tuple[str, float]], boost: float = TITLE_FIRST_BOOST) -> int:
+    """The index in `hits` ((title, score), best first) of the hit that goes first (`boost`: see
+    `TITLE_FIRST_BOOST`; 0 keeps the first)."""
     question = frozenset(stem(word) for word in content_terms(" ".join(terms)))
     best, lead = 0, -1.0
     for i, (title, score) in enumerate(hits):
-        boosted = score * (1.0 + TITLE_FIRST_BOOST * title_share(question, title))
+        boosted = score * (1.0 + boost * title_share(question, title))
         if boosted > lead:
             best, lead = i, boosted
     return best
@@ -152,10 +153,10 @@ class TantivyMirror:
         # per-field BM25 with a title boost measured worse (BM25 top-1 on the example questions 69%
         # instead of 79%): a short title field saturates quickly and the boost then outweighs the content.
         self.title_repeats = max(1, round(title_weight))
-        self._schema = _schema()
+        self.schema = _schema()
         self._analyzer = _analyzer()
         self._exact = ExactRanker(
-            self._schema, title_repeats=self.title_repeats, slop=PHRASE_SLOP,
+            self.schema, title_repeats=self.title_repeats, slop=PHRASE_SLOP,
             words=tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_WORD)).build(),
             tokens=_analyzer(bounded=False), max_token_bytes=_MAX_TOKEN_LENGTH,
         )  # fmt: skip
@@ -238,7 +239,7 @@ class TantivyMirror:
         try:
             self.directory.mkdir(parents=True, exist_ok=True) if create else None
             with tantivy_errors(self.directory):
-                index = tantivy.Index(self._schema, path=str(self.directory), reuse=True)
+                index = tantivy.Index(self.schema, path=str(self.directory), reuse=True)
                 index.register_tokenizer(_ANALYZER, self._analyzer)
         except (MirrorError, OSError) as exc:
             raise MirrorError(f"{self.directory}: cannot open Tantivy index ({exc})") from None
@@ -246,6 +247,14 @@ class TantivyMirror:
         return index
 
     # -- reading -------------------------------------------------------------------------------
+
+    def searcher(self) -> Any:
+        """A Tantivy searcher of the last commit refreshed."""
+        return self._open(create=False).searcher()
+
+    def positions(self, title: str, content: str, wanted: set[str]) -> dict[str, list[int]]:
+        """The positions Tantivy indexes each `wanted` token of a document at."""
+        return self._exact.positions(title, content, wanted)
 
     def refresh(self) -> None:
         """See commits made since the last search (by this object or another process)."""
@@ -272,8 +281,8 @@ class TantivyMirror:
         `generation`: the SQLite generation the directory reflects; with it, the visible counts are kept
         for the next search of the same token set while the searcher holds the same documents; `pool`: the
         candidates its exact ranking chooses among at most (`visible_ranking.CANDIDATE_POOL`)."""
-        searcher = self._open(create=False).searcher()
-        counts = CallerCounts(self._schema, searcher, visible, self._known_counts(searcher, visible, generation))
+        searcher = self.searcher()
+        counts = CallerCounts(self.schema, searcher, visible, self._known_counts(searcher, visible, generation))
         built = self._query(terms, counts, weights or {})
         if built is None or k <= 0:
             return []
@@ -335,7 +344,7 @@ class TantivyMirror:
             return None
         clauses = []
         for token, weight in tokens.items():
-            query = tantivy.Query.term_query(self._schema, "text", token)
+            query = tantivy.Query.term_query(self.schema, "text", token)
             # Tantivy's IDF is ln(1 + x), FTS5's ln(x), x = (N - n + 0.5) / (n + 0.5): boosting by the ratio
             # gives FTS5's weights (better on the example questions than Tantivy's own), floored at
             # fts_query.IDF_FLOOR, since FTS5 all but ignores words in half the documents or more (rule 53).
@@ -380,7 +389,7 @@ class TantivyMirror:
             if first == second or (first, second) in seen or weight <= 0:
                 continue
             seen.add((first, second))
-            phrase = tantivy.Query.phrase_query(self._schema, "text", [first, second], slop=PHRASE_SLOP)
+            phrase = tantivy.Query.phrase_query(self.schema, "text", [first, second], slop=PHRASE_SLOP)
             boost = PHRASE_BOOST * weight * counts.idf_boost([first, second], fts=False)
             idf = counts.visible_idf([first, second], fts=False)
             clauses.append(Clause((first, second), PHRASE_BOOST * weight, idf, boost, phrase))

@@ -91,7 +91,7 @@ class LocalCorpusRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
             return stats
 
     @property
-    def _index(self) -> LocalIndex | None:
+    def opened(self) -> LocalIndex | None:
         """The open index, or None before the first search and after `close()`."""
         return self._opened.current
 

@@ -190,7 +190,7 @@ def phrase_count(first: Sequence[int], second: Sequence[int], slop: int) -> int:
 
 
 @dataclass
-class _Candidate:
+class RankedCandidate:
     """A document Tantivy returned, with the bounds of its exact score until that score is known."""
 
     url: str
@@ -202,21 +202,21 @@ class _Candidate:
     text: Callable[[], tuple[str, str] | None] = field(default=lambda: None, repr=False)
 
 
-class _Found:
+class CandidatePool:
     """The candidates so far and the pool among them: those whose upper bound is at least the `pool`-th
     highest (its floor, kept by a `pool`-sized heap; ties at the floor are all in)."""
 
     def __init__(self, k: int, pool: int) -> None:
         self.k = k
         self.pool = pool
-        self.candidates: dict[tuple[int, int], _Candidate] = {}
+        self.candidates: dict[tuple[int, int], RankedCandidate] = {}
         self._bounds: list[float] = []  # a min-heap of the `pool` highest upper bounds
         # The pool, kept as candidates are added (in their order) and cut when the floor rises: reading
         # it is then about `pool` steps, not one per candidate (the candidates grow with near-duplicates).
-        self._pooled: list[_Candidate] = []
+        self._pooled: list[RankedCandidate] = []
         self._pooled_floor = -math.inf
 
-    def add(self, key: tuple[int, int], candidate: _Candidate) -> None:
+    def add(self, key: tuple[int, int], candidate: RankedCandidate) -> None:
         candidate.bound = candidate.high
         self.candidates[key] = candidate
         if len(self._bounds) < self.pool:
@@ -231,7 +231,7 @@ class _Found:
         it is not in the pool, now or later (the floor only rises)."""
         return self._bounds[0] if len(self._bounds) >= self.pool else -math.inf
 
-    def pooled(self) -> list[_Candidate]:
+    def pooled(self) -> list[RankedCandidate]:
         """The candidates in the pool now (it changes only as candidates are added), in the order they were."""
         floor = self.floor()
         if floor > self._pooled_floor:
@@ -239,19 +239,19 @@ class _Found:
             self._pooled_floor = floor
         return list(self._pooled)
 
-    def kth(self, pooled: Sequence[_Candidate]) -> float:
+    def kth(self, pooled: Sequence[RankedCandidate]) -> float:
         """The k-th best lower bound in the pool (-inf before there are k): the k-th best exact score of the
         pool is at least it."""
         lows = heapq.nlargest(self.k, (c.low for c in pooled))
         return lows[-1] if len(lows) >= self.k else -math.inf
 
     @staticmethod
-    def most_promising(pooled: Sequence[_Candidate], kth: float) -> _Candidate | None:
+    def most_promising(pooled: Sequence[RankedCandidate], kth: float) -> RankedCandidate | None:
         """The candidate of the pool not yet settled with the highest upper bound, if that bound reaches `kth`."""
         open_ = [c for c in pooled if not c.exact and c.high >= kth]
         return max(open_, key=lambda c: (c.high, c.url)) if open_ else None
 
-    def settle(self, candidate: _Candidate, score: float) -> None:
+    def settle(self, candidate: RankedCandidate, score: float) -> None:
         candidate.low = candidate.high = score
         candidate.exact = True
 
@@ -306,7 +306,7 @@ class ExactRanker:
             return []
         average = tokens / documents
         query, parts = self._candidates(clauses, counts)
-        found = _Found(k, max(k, pool) if pool > 0 else sys.maxsize)
+        found = CandidatePool(k, max(k, pool) if pool > 0 else sys.maxsize)
         factor: float | None = None
         limit = k + TIE_MARGIN
         while True:
@@ -330,16 +330,16 @@ class ExactRanker:
             limit *= 4
 
     def _candidate(self, url: str, stats: TermStats, clauses: Sequence[Clause], average: float,
-                   text: Callable[[], tuple[str, str] | None]) -> _Candidate:
+                   text: Callable[[], tuple[str, str] | None]) -> RankedCandidate:
         low = [stats.frequencies.get(c.tokens[0], 0.0) if len(c.tokens) == 1 else 0.0 for c in clauses]
         high = [stats.frequencies.get(c.tokens[0], 0.0) if len(c.tokens) == 1
                 else min(stats.frequencies.get(t, 0.0) for t in c.tokens) for c in clauses]
-        candidate = _Candidate(url, stats, bm25(clauses, low, stats.length, average),
+        candidate = RankedCandidate(url, stats, bm25(clauses, low, stats.length, average),
                                bm25(clauses, high, stats.length, average), text=text)
         candidate.exact = candidate.low == candidate.high  # no phrase can match: its score is known
         return candidate
 
-    def _settle(self, found: _Found, clauses: Sequence[Clause], average: float) -> float:
+    def _settle(self, found: CandidatePool, clauses: Sequence[Clause], average: float) -> float:
         """Exact scores for every candidate of the pool that can still be among its k best, the one with the
         highest upper bound first, until every other's upper bound is below the pool's k-th lower bound;
         the higher of that bound and the pool's floor (a document Tantivy has not returned yet matters only
@@ -352,12 +352,12 @@ class ExactRanker:
                 return max(kth, found.floor())
             found.settle(candidate, self._exact_score(candidate, clauses, average))
 
-    def _exact_score(self, candidate: _Candidate, clauses: Sequence[Clause], average: float) -> float:
+    def _exact_score(self, candidate: RankedCandidate, clauses: Sequence[Clause], average: float) -> float:
         text = candidate.text()
         if text is None:  # deleted since the search: the index's reader drops it afterwards, as it would anyway
             return candidate.low
         wanted = {token for clause in clauses if len(clause.tokens) > 1 for token in clause.tokens}
-        positions = self._positions(*text, wanted)
+        positions = self.positions(*text, wanted)
         frequencies = [
             candidate.stats.frequencies.get(c.tokens[0], 0.0) if len(c.tokens) == 1
             else float(phrase_count(positions[c.tokens[0]], positions[c.tokens[1]], self._slop))
@@ -431,7 +431,7 @@ class ExactRanker:
             raise StaleStatistics("a hit that no term of its query explains")
         return TermStats(frequencies, document["dl"], int(document["N"]), document["avgdl"])
 
-    def _positions(self, title: str, content: str, wanted: set[str]) -> dict[str, list[int]]:
+    def positions(self, title: str, content: str, wanted: set[str]) -> dict[str, list[int]]:
         """The positions Tantivy indexes each `wanted` token of a document at (the mirror's text: the title
         `title_repeats` times, then the content)."""
         found: dict[str, list[int]] = {token: [] for token in wanted}
