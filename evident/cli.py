@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from evident.commands.common import error_object, errors_as_json, print_json
+from evident.commands.common import error_object, errors_as_json, fail, print_json
 
 # Plain help (rich_markup_mode=None): Typer's boxed help writes a type such as `<bool>` after every
 # flag, and leaving it out spares `--help` importing rich's layout.
@@ -58,6 +58,7 @@ def verify(
     json_out: JsonFlag = False,
 ) -> None:
     """Check passages against documents: one keep/truncate/relink/drop decision per passage."""
+    # start-up time: each command loads only its own implementation (verify must not load LangChain)
     from evident.commands.verify import run
 
     raise typer.Exit(run(docs, passages, n=n, threshold=threshold, drift=drift, json_out=json_out))
@@ -94,7 +95,7 @@ def index(
 ) -> None:
     """Build or refresh the embedded search index (only changed files are re-read)."""
     if config is not None:
-        from evident.commands.common import fail
+        # start-up time: each command loads only its own implementation
         from evident.commands.sources import run_index
 
         if sources:
@@ -103,6 +104,7 @@ def index(
             fail("index", "with --config, set follow_symlinks, max_file_mb and section_chars per source in the "
                           "file; --rebuild takes corpus paths")
         raise typer.Exit(run_index(config, only or [], json_out))
+    # start-up time: each command loads only its own implementation
     from evident.commands.index import run
 
     raise typer.Exit(run(sources or [], index_path, json_out, rebuild=rebuild, follow_symlinks=follow_symlinks,
@@ -116,6 +118,7 @@ def sources(
     json_out: JsonFlag = False,
 ) -> None:
     """List the configured sources and check that each one answers (with its latency)."""
+    # start-up time: each command loads only its own implementation
     from evident.commands.sources import run
 
     raise typer.Exit(run(config, query=query, json_out=json_out))
@@ -164,6 +167,7 @@ def ask(
     principal = {"user": user or "", "groups": group or []} if (user or group) else None
     # One question is a short process; a batch runs as long as its file, where collecting pays.
     with collector_paused() if batch is None else nullcontext():
+        # start-up time: each command loads only its own implementation
         from evident.commands.ask import run
 
         raise typer.Exit(
@@ -201,6 +205,7 @@ def serve(
 ) -> None:
     """Serve the graph with the LangGraph API server, offline: `langgraph dev` in memory, or with --database
     a replica of Aegra on PostgreSQL. Studio API, the page, /health, /version."""
+    # start-up time: each command loads only its own implementation
     from evident.commands.serve import run
 
     raise typer.Exit(run(host=host, port=port, reload=reload, jobs=jobs, config=config, corpus=corpus,
@@ -235,6 +240,7 @@ def eval_(
     json_out: JsonFlag = False,
 ) -> None:
     """Measure EvidenT and the paper's baselines on a question file, with confidence intervals and tests."""
+    # start-up time: each command loads only its own implementation
     from evident.commands.eval import run
 
     raise typer.Exit(run(dataset=dataset, corpus=corpus, config=config, methods=method or ["all"], limit=limit,
@@ -256,6 +262,7 @@ def model_check(
     """Check the embeddings (provider, model, a sample similarity, or why words only), then probe the
     configured model (context window, slots, structured output, output cap, a sample extraction and
     generation) and print the settings it recommends."""
+    # start-up time: each command loads only its own implementation
     from evident.commands.model import run
 
     raise typer.Exit(run(config, json_out=json_out, embeddings_only=embeddings))

@@ -153,7 +153,9 @@ def align(
         pending.append(k)
 
     if pending:
-        import numpy as np  # imported here, as in tokenize: `import evident.alignment` stays cheap
+        # start-up time: numpy (~50 ms, also behind the counts) loads at the first vectorised step, as in
+        # tokenize, so `import evident.alignment` stays cheap
+        import numpy as np
 
         from evident.alignment.counts import UnitCounts
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import ahocorasick_rs
 import numpy as np
 
 from evident.alignment.overlap import PassageUnits
@@ -22,8 +23,6 @@ class UnitCounts:
     """Counts of the units of `passages` (keyed by any int) in the documents `index(i)` returns."""
 
     def __init__(self, passages: Mapping[int, PassageUnits], index: Callable[[int], DocumentIndex]) -> None:
-        import ahocorasick_rs
-
         self._index = index
         ids: dict[str, int] = {}
         pat: list[int] = []

@@ -85,6 +85,7 @@ def bmp_word_pattern() -> re.Pattern[str]:
     """`is_word_char` as a regular expression, for text without astral characters: `\\w` (what
     `str.isalnum()` accepts, and "_") plus the combining marks of the word-character table."""
     if not _BMP_WORD:
+        # start-up time: numpy (~50 ms) loads at the first vectorised step: `import evident.alignment` stays cheap
         import numpy as np
 
         codes = np.flatnonzero(_word_table())
@@ -134,6 +135,7 @@ class DocumentIndex:
         self._starts = starts
         self._ends = ends
         if len(starts):
+            # start-up time: numpy (~50 ms) loads at the first vectorised step: `import evident.alignment` stays cheap
             import numpy as np
 
             lens = ends - starts
@@ -152,6 +154,7 @@ class DocumentIndex:
 
     def token_at(self, tpos: int) -> int:
         """Index of the token that starts at position `tpos` of the token string."""
+        # start-up time: numpy (~50 ms) loads at the first vectorised step: `import evident.alignment` stays cheap
         import numpy as np
 
         assert self._tpos is not None, "a position in the token string of a document with no tokens"
@@ -181,6 +184,7 @@ _WORD_TABLE: list[Mask] = []
 def _word_table() -> Mask:
     """Boolean table: is code point i (BMP) a word character? Built once, about 25 ms."""
     if not _WORD_TABLE:
+        # start-up time: numpy (~50 ms) loads at the first vectorised step: `import evident.alignment` stays cheap
         import numpy as np
 
         category = unicodedata.category
@@ -192,6 +196,7 @@ def _word_table() -> Mask:
 
 
 def _word_mask(norm: str) -> tuple[npt.NDArray[np.uint32], Mask]:
+    # start-up time: numpy (~50 ms) loads at the first vectorised step: `import evident.alignment` stays cheap
     import numpy as np
 
     cps = np.frombuffer(norm.encode("utf-32-le", "surrogatepass"), dtype="<u4")
@@ -204,6 +209,7 @@ def _word_mask(norm: str) -> tuple[npt.NDArray[np.uint32], Mask]:
 
 def _analyse(norm: str) -> tuple[Offsets, Offsets, str]:
     """Token start/end offsets (in `norm`) and the token string, all in vectorised steps."""
+    # start-up time: numpy (~50 ms) loads at the first vectorised step: `import evident.alignment` stays cheap
     import numpy as np
 
     if not norm:

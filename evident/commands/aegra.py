@@ -68,6 +68,7 @@ def env_file_values(langgraph_config: Path) -> dict[str, str]:
     path = Path(env) if Path(env).is_absolute() else langgraph_config.parent / env
     if not path.is_file():
         return {}
+    # optional dependency: python-dotenv comes with the [server] extra
     from dotenv import dotenv_values
 
     return {k: v for k, v in dotenv_values(path).items() if v is not None}
@@ -105,6 +106,7 @@ def run_migrations(database: str) -> None:
     """Bring the database to Aegra's schema, once, under Aegra's advisory lock (the deployments's
     migration step: docs/deployment.md). Raises what Aegra raises."""
     export_environment("DATABASE_URL", database)
+    # optional dependency: the [server] extra; it reads DATABASE_URL when imported, so after the export above
     from aegra_api.core.migrations import run_migrations as upgrade
 
     upgrade()

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+from rich.table import Table
+
 from evident.commands.common import safe_text, span_notation
 
 if TYPE_CHECKING:
@@ -75,8 +78,6 @@ def exit_code(res: dict[str, Any]) -> int:
 
 def print_warnings(console: Any, res: dict[str, Any]) -> None:
     """Each failing source or model of a result, one terminal-safe line each."""
-    from rich.markup import escape
-
     for e in res["source_errors"] + res["model_errors"]:
         console.print(f"[yellow]warning:[/] {escape(safe_text(e['source']))}: {escape(safe_text(e['message']))}")
 
@@ -93,9 +94,6 @@ def invoke(
 
 def citations_table(citations: list[dict[str, Any]]) -> Any:
     """Each citation's URL, character spans and the exact source text (markup and control characters escaped)."""
-    from rich.markup import escape
-    from rich.table import Table
-
     table = Table(title="Citations", show_lines=True, expand=False)
     for col in ("#", "url", "spans", "source text"):
         table.add_column(col, overflow="fold")

@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.markup import escape
+
 from evident.commands.answer import citations_table, exit_code, invoke, print_warnings, result_json
 from evident.commands.common import (
     QueryError,
@@ -44,9 +47,6 @@ def _context(corpus: list[Path] | None, config: Path | None, index: Path | None)
 
 
 def _print_human(res: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-
     out = Console(highlight=False, soft_wrap=True)
     out.print(f"[bold]Q:[/] {escape(safe_text(res['query']))}")
     out.print(f"[bold]Status:[/] {escape(safe_text(res['status']))}")
@@ -88,6 +88,7 @@ def run(
         except QueryError as exc:
             fail("ask", str(exc))
     ctx = _context(corpus, config, index)
+    # start-up order: after _one_blas_thread (numpy loads with the graph) and after bad input has failed fast
     from evident.graph import graph
 
     if batch is None and stream:
@@ -106,6 +107,7 @@ def run(
         else:
             _print_human(res)
         return exit_code(res)
+    # start-up time: a single question does not load the batch driver
     from evident.commands.ask_batch import run_batch
 
     return run_batch(graph, ctx, batch, json_out, principal)

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
+
+from pydantic import TypeAdapter, ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from evident.commands.answer import error_json, invoke, result_json
 from evident.commands.common import QueryError, clean_query, fail, jsonl_lines, print_json, safe_text, warn
-
-if TYPE_CHECKING:
-    from evident.conversation.rule import Turn
+from evident.conversation.rule import Turn
 
 
 class BatchLine(NamedTuple):
@@ -29,10 +31,6 @@ class BatchLine(NamedTuple):
 def _history(value: Any) -> tuple[Turn, ...]:
     if value is None:
         return ()
-    from pydantic import TypeAdapter, ValidationError
-
-    from evident.conversation.rule import Turn
-
     try:
         return tuple(TypeAdapter(list[Turn]).validate_python(value))
     except ValidationError:
@@ -68,9 +66,6 @@ def read_batch(batch: Path) -> list[BatchLine]:
 
 
 def run_batch(graph: Any, ctx: Any, batch: Path, json_out: bool, principal: dict[str, Any] | None = None) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     items = read_batch(batch)
     failures = 0
     err = Console(stderr=True)

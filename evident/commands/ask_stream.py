@@ -19,6 +19,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from langchain_core.messages import AIMessage, AIMessageChunk
+from rich.console import Console
+from rich.markup import escape
+
 from evident.commands.answer import citations_table, exit_code, failed_state, graph_inputs, print_warnings, result_json
 from evident.commands.common import print_json, safe_text
 from evident.graph.tracing import describe, summarize
@@ -27,8 +31,6 @@ from evident.nodes.names import GENERATE
 
 
 def _is_answer_token(item: Any) -> bool:
-    from langchain_core.messages import AIMessage, AIMessageChunk
-
     message, meta = item
     return isinstance(message, (AIMessage, AIMessageChunk)) and (meta or {}).get("langgraph_node") == GENERATE
 
@@ -75,9 +77,6 @@ def run_stream(graph: Any, ctx: Any, question: str, principal: dict[str, Any] | 
 
 
 def _print_final(res: dict[str, Any], draft: str) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Console(highlight=False, soft_wrap=True)
     if draft:

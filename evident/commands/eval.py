@@ -6,7 +6,21 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
 from evident.commands.common import fail, print_json, safe_text, warn
+from evident.context import ConfigError, EvidentContext
+from evident.eval import langsmith_run
+from evident.eval.dataset import DatasetError, load_dataset
+from evident.eval.judge import Judge
+from evident.eval.methods import METHODS
+from evident.eval.output import write_reports
+from evident.eval.report import EvalResult, ablation_table, num
+from evident.eval.runner import evaluate
+from evident.eval.semantic import score_run
 
 DEFAULT_LLM_JOBS = 4
 KEY_METRICS = (
@@ -18,8 +32,6 @@ SEMANTIC_METRICS = {"sem_max": "sem_max (SemMax)", "sem_recall": "sem_recall (Se
 
 
 def parse_methods(values: list[str]) -> list[str]:
-    from evident.eval.methods import METHODS
-
     chosen: list[str] = []
     for value in values or ["all"]:
         for name in (v.strip().lower() for v in value.split(",")):
@@ -48,9 +60,6 @@ def run(
     progress: bool = True,
 ) -> int:
     logging.basicConfig(level=logging.WARNING, format="evident: warning: %(message)s")
-    from evident.context import ConfigError, EvidentContext
-    from evident.eval.dataset import DatasetError, load_dataset
-
     chosen = parse_methods(methods)
     if limit is not None and limit < 1:
         fail("eval", "--limit must be at least 1")
@@ -72,16 +81,10 @@ def run(
     if not corpus and config is None and not ctx.corpus and not ctx.sources:
         fail("eval", "no documents to search: pass --corpus PATH (repeatable) or --config evident.toml")
 
-    from evident.eval.output import write_reports
-    from evident.eval.report import EvalResult
-    from evident.eval.runner import evaluate
-
     judge_fn = None
     if judge:
         if ctx.resolved_mode != "llm":
             fail("eval", "--judge needs a model: set EVIDENT_MODEL (or [model] in evident.toml)")
-        from evident.eval.judge import Judge
-
         judge_fn = Judge(ctx)
     try:
         # A model's answers are waited for, not computed: overlap them. Offline work is CPU-bound.
@@ -94,8 +97,6 @@ def run(
     result = EvalResult.build(str(dataset), queries, done, ctx, ablation=ablation, semantic=semantic)
     for method, reason in result.skipped.items():
         warn("eval", f"{method} skipped: {reason}")
-    from evident.eval import langsmith_run
-
     if langsmith_run.configured():
         try:
             names = langsmith_run.run_experiments(str(dataset), {m: done.rows[m] for m in result.metrics},
@@ -116,11 +117,6 @@ def run(
 def _score_semantic(done: Any, ctx: Any, progress: bool) -> Any:
     """SemMax/SemRecall of every method that ran (docs/evaluation.md), with a progress bar on stderr:
     embedding the cited pages' windows takes seconds to minutes on a CPU."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from evident.eval.semantic import score_run
-
     rows = {m: r for m, r in done.rows.items() if m not in done.skipped}
     bar = Progress(TextColumn("[bold]semantic metrics[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), console=Console(stderr=True), disable=not progress)
@@ -134,12 +130,6 @@ def _score_semantic(done: Any, ctx: Any, progress: bool) -> Any:
 
 
 def _print_human(result: Any, out: Path | None) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from evident.eval.report import num
-
     def shown(text: str) -> str:  # dataset and method names come from files: neither markup nor controls
         return escape(safe_text(text))
 
@@ -163,8 +153,6 @@ def _print_human(result: Any, out: Path | None) -> None:
     if result.semantic:  # on (model id, time, failures) or off (reason): said either way
         console.print(safe_text(result.semantic), markup=False, style="dim")
     if result.ablation:
-        from evident.eval.report import ablation_table
-
         console.print(safe_text(ablation_table(result.ablation)), markup=False)
     if out is not None:
         console.print(safe_text(f"report: {out / 'report.md'}  results: {out / 'results.json'}"), markup=False)

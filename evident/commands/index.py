@@ -5,7 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
 from evident.commands.common import fail, log_warnings_to_stderr, print_json, safe_text, warn
+from evident.connectors.index.embedded import (
+    IndexFileError,
+    IndexStats,
+    LocalIndex,
+    default_index_path,
+    rebuild_index,
+)
+from evident.connectors.index.loaders import CorpusError, CorpusLimits
+from evident.context import ConfigError, EvidentContext
+from evident.embeddings import EmbeddingsError, resolve_embeddings
 
 
 def run(
@@ -18,19 +31,6 @@ def run(
     max_file_mb: float | None = None,
     section_chars: int | None = None,
 ) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    from evident.connectors.index.embedded import (
-        IndexFileError,
-        IndexStats,
-        LocalIndex,
-        default_index_path,
-        rebuild_index,
-    )
-    from evident.connectors.index.loaders import CorpusError, CorpusLimits
-    from evident.context import ConfigError, EvidentContext
-
     log_warnings_to_stderr()
     if not sources:
         fail("index", "give at least one corpus folder or JSONL file")
@@ -85,9 +85,6 @@ def run(
 def _embed(target: Path, settings: Any, bar: Any) -> dict[str, Any]:
     """Give the index the vectors of the configured embeddings (only documents without them); on any
     failure the index keeps what it has and ranks by words until the next run (a warning, exit 0)."""
-    from evident.connectors.index.embedded import IndexFileError, LocalIndex
-    from evident.embeddings import EmbeddingsError, resolve_embeddings
-
     resolved = resolve_embeddings(settings)
     if resolved.scorer is None:
         return {"on": False, "summary": f"off ({resolved.reason})"}

@@ -19,9 +19,23 @@ import math
 import time
 from typing import Any, Literal
 
+import httpx
 from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.markup import escape
 
+from evident.alignment import align
+from evident.alignment.evidence import drop_non_evidence
+from evident.alignment.models import SourceDocument
 from evident.commands.common import fail, print_json, safe_text
+from evident.context import ConfigError, EvidentContext
+from evident.embeddings import EmbeddingsError, resolve_embeddings
+from evident.llm.extraction import extract_with_model, forget_rungs
+from evident.llm.failures import ModelFailure, describe_failure
+from evident.llm.models import DEFAULT_REPLY_TOKENS, Models, ModelSettings
+from evident.llm.replies import text_of
+from evident.llm.servers import OPENAI_CONCURRENCY, is_openai, server_root
+from evident.nodes.generate import generate_with_model
 
 COMMAND = "model check"
 SAMPLE_URL = "https://evident.invalid/sample/expenses"
@@ -97,10 +111,6 @@ def _get_json(client: Any, url: str) -> dict[str, Any] | None:
 
 def _probe_server(report: ModelReport, base_url: str | None, key: str, timeout_s: float) -> None:
     """/v1/models and /props; sets `reachable` (fails the command when the server does not answer)."""
-    import httpx
-
-    from evident.llm.servers import server_root
-
     root = base_url or "https://api.openai.com/v1"
     with httpx.Client(timeout=timeout_s, headers={"Authorization": f"Bearer {key}"}) as client:
         try:
@@ -138,15 +148,6 @@ def _timed(call: Any) -> tuple[Any, float]:
 
 
 def _probe_calls(report: ModelReport, ctx: Any) -> None:
-    from evident.alignment import align
-    from evident.alignment.evidence import drop_non_evidence
-    from evident.alignment.models import SourceDocument
-    from evident.llm.extraction import extract_with_model, forget_rungs
-    from evident.llm.failures import describe_failure
-    from evident.llm.models import Models
-    from evident.llm.replies import text_of
-    from evident.nodes.generate import generate_with_model
-
     models = Models()
     ctx = ctx.model_copy(update={"model_max_tokens": min(ctx.model_max_tokens or SAMPLE_REPLY_TOKENS,
                                                          SAMPLE_REPLY_TOKENS)})
@@ -202,9 +203,6 @@ def _failed(report: ModelReport, step: str, message: str) -> Call:
 
 
 def _recommend(report: ModelReport, ctx: Any) -> dict[str, Any]:
-    from evident.llm.models import DEFAULT_REPLY_TOKENS
-    from evident.llm.servers import OPENAI_CONCURRENCY, is_openai
-
     out: dict[str, Any] = {}
     if report.structured_output:
         out["structured_output"] = report.structured_output
@@ -222,8 +220,6 @@ def _recommend(report: ModelReport, ctx: Any) -> dict[str, Any]:
 
 def check_embeddings(ctx: Any) -> EmbeddingsReport:
     """Resolve the run's embeddings and embed the sample pair with them (a real call, a real model)."""
-    from evident.embeddings import EmbeddingsError, resolve_embeddings
-
     resolved = resolve_embeddings(ctx)
     scorer = resolved.scorer
     if scorer is None:
@@ -241,9 +237,6 @@ def check_embeddings(ctx: Any) -> EmbeddingsReport:
 
 
 def _print_embeddings(report: EmbeddingsReport) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-
     out = Console(highlight=False, soft_wrap=True)
     if report.state != "on":
         label = "[yellow]embeddings:[/]" if report.state == "failed" else "[bold]embeddings:[/]"
@@ -256,9 +249,6 @@ def _print_embeddings(report: EmbeddingsReport) -> None:
 
 
 def check(ctx: Any) -> ModelReport:
-    from evident.llm.failures import ModelFailure
-    from evident.llm.models import ModelSettings
-
     if not ctx.model:
         fail(COMMAND, "no model is configured: set EVIDENT_MODEL (or [model] name in evident.toml)")
     try:
@@ -273,9 +263,6 @@ def check(ctx: Any) -> ModelReport:
 
 
 def _print(report: ModelReport) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-
     out = Console(highlight=False, soft_wrap=True)
 
     def line(label: str, value: Any) -> None:
@@ -299,8 +286,6 @@ def _print(report: ModelReport) -> None:
 
 
 def run(config: Any, *, json_out: bool = False, embeddings_only: bool = False) -> int:
-    from evident.context import ConfigError, EvidentContext
-
     try:
         ctx = EvidentContext.from_env(config, mode="llm")
     except ConfigError as exc:

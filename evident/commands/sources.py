@@ -10,14 +10,31 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
 from evident.commands.common import fail, print_json, safe_text, warn
+from evident.connectors.config import (
+    Defaults,
+    DocsSettings,
+    LoaderSettings,
+    LocalSettings,
+    PostgresSettings,
+    build_sources,
+    parse_settings,
+    postgres_dsn,
+)
+from evident.connectors.federated import FederatedRetriever
+from evident.connectors.index.loaders import CorpusError, CorpusLimits
+from evident.connectors.source import SourceConfigError, SourceFailure
+from evident.context import ConfigError, EvidentContext
+from evident.embeddings import EmbeddingsError, resolve_embeddings
 
 PROBE_QUERY = "help"
 
 
 def _context(config: Path | None) -> Any:
-    from evident.context import ConfigError, EvidentContext
-
     try:
         return EvidentContext.from_env(config)
     except ConfigError as exc:
@@ -41,9 +58,6 @@ def _raw_sources(ctx: Any) -> list[Any]:
 
 def check_sources(ctx: Any, query: str = PROBE_QUERY) -> list[dict[str, Any]]:
     """One row per source: its settings summary and how it answered `query` (no titles, no text)."""
-    from evident.connectors.config import Defaults, build_sources
-    from evident.connectors.federated import FederatedRetriever
-
     raws = _raw_sources(ctx)
     sources, errors = build_sources(raws, Defaults(k=ctx.k, timeout_s=ctx.retrieve_timeout_s))
     result = FederatedRetriever(sources=sources, unavailable=errors, top_n=ctx.top_n).search(query)
@@ -78,10 +92,6 @@ def run(config: Path | None, *, query: str, json_out: bool) -> int:
     if json_out:
         print_json({"query": query, "ok": healthy, "sources": rows})
     else:
-        from rich.console import Console
-        from rich.markup import escape
-        from rich.table import Table
-
         table = Table(title=f"Sources (probe query {query!r})", expand=False)
         for column in ("name", "type", "status", "latency", "hits", "message"):
             table.add_column(column, overflow="fold")
@@ -102,12 +112,9 @@ def _skip_warning(source: str) -> Callable[[Any, str], None]:
 def _refresh_postgres(settings: Any, ctx: Any, on_skip: Callable[[Any, str], None]) -> dict[str, Any]:
     """Refresh a PostgreSQL source from its paths, then give it the configured embeddings' vectors (a
     failure of the embeddings is a warning: the source ranks by words until the next run)."""
-    from evident.connectors.config import postgres_dsn
-    from evident.connectors.index.loaders import CorpusLimits
+    # optional dependency: psycopg, the [postgres] extra
     from evident.connectors.postgres.connections import Connections
     from evident.connectors.postgres.refresh import embed_missing, refresh
-    from evident.embeddings import EmbeddingsError, resolve_embeddings
-
     dsn = postgres_dsn(settings)
     connections = Connections(dsn, connect_timeout_s=settings.timeout_s or 15.0, statement_timeout_ms=None)
     stats = refresh(connections, settings.db_schema, settings.text_search_config,
@@ -132,19 +139,10 @@ def _refresh_postgres(settings: Any, ctx: Any, on_skip: Callable[[Any, str], Non
 
 def run_index(config: Path, only: list[str], json_out: bool) -> int:
     """Refresh the index of every local, docs and loader source in `config` (or of the ones named in `only`)."""
-    from evident.connectors.config import (
-        DocsSettings,
-        LoaderSettings,
-        LocalSettings,
-        PostgresSettings,
-        parse_settings,
-    )
+    # start-up time: the index writers, crawler and loaders (~0.2 s) load for a refresh, not for `evident sources`
     from evident.connectors.index.embedded import IndexFileError, LocalIndex, default_index_path
     from evident.connectors.index.loader_source import LoaderMapping, refresh_loader_index
-    from evident.connectors.index.loaders import CorpusError, CorpusLimits
     from evident.connectors.remote.docs_index import refresh_docs_index
-    from evident.connectors.source import SourceConfigError, SourceFailure
-
     ctx = _context(config)
     raws = _raw_sources(ctx)
     known = {raw.get("name") for raw in raws if isinstance(raw, dict)}

@@ -139,6 +139,7 @@ class LocalEmbeddings(Embeddings):
         # Checked again at load: cheap (the digest is cached by size and mtime) and catches a file
         # replaced since it was located.
         files = locate_model_files(str(files.model), str(files.tokenizer))
+        # optional dependency: the [semantic] extra
         import onnxruntime
         from tokenizers import Tokenizer
 

@@ -19,13 +19,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evident.embeddings.failures import EmbeddingsFailure
+from evident.models import SourceError
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
     from evident.alignment.models import SourceDocument
     from evident.embeddings.scorer import SemanticScorer
-    from evident.models import SourceError as SourceErrorModel
 
 # Chosen on the development set's tune part (benchmarks/retrieval_quality.py --weight, docs/embeddings.md).
 SEMANTIC_WEIGHT = 0.4
@@ -87,12 +89,9 @@ def semantic_windows(doc: SourceDocument) -> list[Window]:
     return out
 
 
-def meaning_error(where: str, exc: Exception) -> SourceErrorModel:
+def meaning_error(where: str, exc: Exception) -> SourceError:
     """The `SourceError` of a failed embeddings call (the query goes on by words, `degraded`): its
     source is "embeddings", its message says where the words had to do alone."""
-    from evident.embeddings.failures import EmbeddingsFailure
-    from evident.models import SourceError
-
     message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
     text = f"{where} ranked by words only: {message}"
     if isinstance(exc, EmbeddingsFailure) and exc.kind == "timeout":

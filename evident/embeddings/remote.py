@@ -65,6 +65,7 @@ class ServedEmbeddings(Embeddings):
 
 def as_failure(exc: BaseException, settings: EmbeddingsSettings) -> EmbeddingsFailure:
     """The typed failure of one call; the message names the server, never the key."""
+    # start-up time: the openai client (~0.4 s) loads only when a served embeddings call failed
     import openai
 
     where = settings.base_url or DEFAULT_BASE_URL
@@ -94,6 +95,7 @@ def openai_embeddings(settings: EmbeddingsSettings) -> ServedEmbeddings:
                                         "(or EVIDENT_EMBEDDINGS_BASE_URL for a local server)")
         key = PLACEHOLDER_KEY
     try:
+        # start-up time: langchain_openai (~0.8 s, with openai) loads only for provider "openai"
         from langchain_openai import OpenAIEmbeddings
     except ImportError as exc:  # pragma: no cover - a declared dependency
         raise EmbeddingsUnavailable(f"langchain-openai is not installed: {exc}") from None

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from evident.context import EvidentContext
 from evident.embeddings.failures import EmbeddingsUnavailable
-from evident.embeddings.model_files import INSTALL_MODELS, INSTALL_RUNTIME, installed_models, missing_runtime
+from evident.embeddings.model_files import (
+    INSTALL_MODELS,
+    INSTALL_RUNTIME,
+    installed_models,
+    locate_model_files,
+    missing_runtime,
+)
 from evident.embeddings.settings import EmbeddingsSettings, Provider
 
 if TYPE_CHECKING:
@@ -57,6 +63,7 @@ class ResolvedEmbeddings:
         if self.embeddings is None:
             return None
         if not self._scorer:
+            # start-up time: the scorer brings numpy (~50 ms), which importing the embeddings' settings must not
             from evident.embeddings.scorer import SemanticScorer
 
             self._scorer.append(SemanticScorer(self.embeddings, model_id=self.model_id, batch_size=self.batch_size))
@@ -78,6 +85,7 @@ def _off(provider: Provider, reason: str, *, fault: bool) -> ResolvedEmbeddings:
 
 
 def _build(settings: EmbeddingsSettings) -> ResolvedEmbeddings:
+    # start-up time: the scorer brings numpy (~50 ms), which importing the embeddings' settings must not
     from evident.embeddings.scorer import model_id_of
 
     provider = settings.provider
@@ -88,12 +96,13 @@ def _build(settings: EmbeddingsSettings) -> ResolvedEmbeddings:
     try:
         embeddings: Embeddings
         if provider == "openai":
+            # start-up time: the served client brings LangChain and langchain_openai; only provider "openai" needs it
             from evident.embeddings.remote import openai_embeddings
 
             embeddings = openai_embeddings(settings)
         else:
+            # start-up time: the local model brings LangChain and numpy; only the local provider needs it
             from evident.embeddings.local import LocalEmbeddings
-            from evident.embeddings.model_files import locate_model_files
 
             problem = missing_runtime()
             if problem:
@@ -145,6 +154,7 @@ class GraphEmbeddings:
             self._warned.clear()
 
     def _given(self, ctx: EvidentContext, settings: EmbeddingsSettings) -> ResolvedEmbeddings:
+        # start-up time: the scorer brings numpy (~50 ms), which importing the embeddings' settings must not
         from evident.embeddings.scorer import model_id_of
 
         given: Any = self._injected

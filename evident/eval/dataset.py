@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evident.commands.verify import InputError, read_jsonl
 from evident.context import first_problem
 from evident.conversation.rule import Turn
 
@@ -58,8 +59,6 @@ def load_dataset(path: Path, limit: int | None = None) -> list[EvalQuery]:
 
     Raises `DatasetError("FILE:LINE: problem")` on the first bad line, a repeated id, or an empty file.
     """
-    from evident.commands.verify import InputError, read_jsonl
-
     try:
         lines = read_jsonl(path)  # the JSONL rules of `evident verify`: BOM, UTF-8, one object a line
     except InputError as exc:

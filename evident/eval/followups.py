@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from evident.context import EvidentContext
 from evident.eval.dataset import EvalQuery
 from evident.eval.retrieval import ReplayRetriever
+from evident.graph import build_graph
 from evident.nodes.names import REWRITE
 from evident.state import InputState
 
@@ -29,8 +30,6 @@ class Rewriter:
     """The graph's `rewrite` step alone, for questions asked after a conversation."""
 
     def __init__(self, ctx: EvidentContext, chat_model: Any = None) -> None:
-        from evident.graph import build_graph
-
         self.ctx = ctx
         # The graph stops after `rewrite`: its retriever is never asked.
         self.graph = build_graph(retriever=ReplayRetriever(by_query={}), chat_model=chat_model,

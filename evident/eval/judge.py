@@ -14,6 +14,10 @@ from functools import partial
 from evident.context import EvidentContext
 from evident.eval.metrics import url_key
 from evident.eval.records import MethodRecord
+from evident.llm.failures import call_with_retries
+from evident.llm.models import Models
+from evident.llm.replies import text_of
+from evident.prompts.judge import JUDGE_PROMPT
 
 LABELS = ("Yes", "Partial", "No")
 MAX_SOURCE_CHARS = 12_000  # a cited page beyond this is cut: the judge reads its beginning
@@ -35,16 +39,10 @@ def parse_label(text: str) -> str:
 
 class Judge:
     def __init__(self, ctx: EvidentContext, chat_model: object = None) -> None:
-        from evident.llm.models import Models
-
         self.ctx = ctx
         self.models = Models(chat_model)
 
     def __call__(self, record: MethodRecord, documents: dict[str, str]) -> list[str]:
-        from evident.llm.failures import call_with_retries
-        from evident.llm.replies import text_of
-        from evident.prompts.judge import JUDGE_PROMPT
-
         by_key = {url_key(u): t for u, t in documents.items()}
         model = self.models.get(self.ctx, "generate")
         labels: list[str] = []

@@ -13,6 +13,9 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import langsmith
+from langsmith.evaluation import EvaluationResult
+
 from evident.context import environment_value
 from evident.eval import metrics as m
 from evident.eval.dataset import EvalQuery
@@ -67,9 +70,6 @@ def example_inputs(q: EvalQuery) -> dict[str, Any]:
 def run_experiments(dataset: str, rows_by_method: dict[str, Sequence[Row]], aggregates: dict[str, dict[str, Any]],
                     settings: dict[str, Any]) -> list[str]:
     """One experiment per method; returns their names. Its console chatter goes to stderr."""
-    import langsmith
-    from langsmith.evaluation import EvaluationResult
-
     client = langsmith.Client()
     first = next(iter(rows_by_method.values()))
     questions = [r.query for r in first]

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from evident.alignment.models import SourceDocument
@@ -15,8 +16,15 @@ from evident.context import EvidentContext
 from evident.eval.citations import is_abstention, numbered_facts
 from evident.eval.records import CitedFact, MethodRecord, Outcome
 from evident.eval.retrieval import ReplayRetriever
+from evident.graph import build_graph
+from evident.llm.failures import call_with_retries, describe_failure
+from evident.llm.models import Models
+from evident.llm.replies import text_of
 from evident.models import INSUFFICIENT_ANSWER
 from evident.nodes.names import EXTRACT, GENERATE
+from evident.offline.answerability import ALWAYS
+from evident.offline.extractor import extract_passages
+from evident.prompts import BASELINE_PROMPTS, render_numbered_documents
 
 MODEL_METHODS = ("pilot", "direct", "ges")
 METHODS = ("evident", "bm25", *MODEL_METHODS)
@@ -29,8 +37,6 @@ def method_settings(method: str, ctx: EvidentContext) -> list[Any]:
     if method == "bm25":
         return ["bm25-top1-best-window"]
     if method in MODEL_METHODS:
-        from evident.prompts import BASELINE_PROMPTS
-
         return [*model, BASELINE_PROMPTS[method].pretty_repr()]
     return [
         ctx.resolved_mode, *(model if ctx.resolved_mode == "llm" else []), ctx.ngram_n, ctx.threshold, ctx.drift,
@@ -48,8 +54,6 @@ class EvidentMethod:
     """The EvidenT graph with retrieval replayed from the shared records."""
 
     def __init__(self, ctx: EvidentContext, chat_model: Any = None) -> None:
-        from evident.graph import build_graph
-
         self.ctx = ctx
         self.replay = ReplayRetriever(by_query={})
         self.graph = build_graph(retriever=self.replay, chat_model=chat_model, name="evident-eval")
@@ -77,11 +81,6 @@ class EvidentMethod:
 
 def bm25_answer(key: str, query_id: str, query: str, docs: list[SourceDocument]) -> MethodRecord:
     """The top-1 document's best window, quoted verbatim and cited."""
-    import time
-
-    from evident.offline.answerability import ALWAYS
-    from evident.offline.extractor import extract_passages
-
     start = time.perf_counter()
     found = extract_passages(query, docs[:1], max_passages=1, gate=ALWAYS) if docs else []
     ms = round((time.perf_counter() - start) * 1000, 2)
@@ -99,19 +98,11 @@ class BaselineMethod:
     """One of the paper's prompting baselines: all documents in, a reference-numbered answer out."""
 
     def __init__(self, name: str, ctx: EvidentContext, chat_model: Any = None) -> None:
-        from evident.llm.models import Models
-
         self.name = name
         self.ctx = ctx
         self.models = Models(chat_model)
 
     def __call__(self, key: str, query_id: str, query: str, docs: list[SourceDocument]) -> MethodRecord:
-        import time
-
-        from evident.llm.failures import call_with_retries, describe_failure
-        from evident.llm.replies import text_of
-        from evident.prompts import BASELINE_PROMPTS, render_numbered_documents
-
         messages = BASELINE_PROMPTS[self.name].format_messages(documents=render_numbered_documents(docs), query=query)
         start = time.perf_counter()
         try:

@@ -11,6 +11,7 @@ from typing import Any
 
 from evident.alignment.overlap import ngrams, overlap_n
 from evident.alignment.tokenize import words
+from evident.eval.citations import split_references
 from evident.eval.records import CitedFact
 
 ANSCOV_NS = (2, 3, 5, 10)
@@ -91,8 +92,6 @@ def coverage(facts: Sequence[CitedFact], documents: Mapping[str, str], n: int) -
 
 def answer_length(answer: str) -> tuple[int, int]:
     """(sentences, words) of an answer's body: citation markers and the reference list left out."""
-    from evident.eval.citations import split_references
-
     body = _CITATION_GROUP.sub(" ", split_references(answer)[0])
     sentences = [s for s in _SENTENCE_END.split(body) if re.search(r"\w", s)]
     return len(sentences), len(words(body))

@@ -17,6 +17,9 @@ from langchain_core.retrievers import BaseRetriever
 
 from evident.alignment.models import SourceDocument
 from evident.connectors.base import to_langchain_document
+from evident.connectors.federated import FederatedRetriever
+from evident.connectors.query_meaning import prepare_meaning
+from evident.connectors.retrievers import default_retriever
 from evident.connectors.source import RanksByMeaning
 from evident.context import EvidentContext
 from evident.embeddings.meaning import SEMANTIC_KEYS, without_meaning
@@ -50,9 +53,6 @@ class SharedRetrieval:
     """The configured retriever (the local corpus or the federated sources), as `evident ask` uses it."""
 
     def __init__(self, ctx: EvidentContext) -> None:
-        from evident.connectors.federated import FederatedRetriever
-        from evident.connectors.retrievers import default_retriever
-
         self.ctx = ctx
         found = default_retriever(ctx)
         self.federated = (
@@ -63,8 +63,6 @@ class SharedRetrieval:
     def search(self, query_id: str, query: str, key: str) -> tuple[RetrievalRecord, list[SourceDocument]]:
         """The record of `query`'s retrieval and its documents, without their per-query metadata
         (`with_meaning` puts it back from the record)."""
-        from evident.connectors.query_meaning import prepare_meaning
-
         query = query.strip()
         start = time.perf_counter()
         prepared = prepare_meaning(self.federated, resolve_embeddings(self.ctx), query, self.ctx.semantic_weight)

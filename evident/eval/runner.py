@@ -13,6 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
 from evident.context import EvidentContext
 from evident.eval.dataset import EvalQuery
 from evident.eval.followups import Rewriter, rewrite_settings
@@ -146,16 +156,6 @@ def evaluate(
             rows[method] = Row(query=q, retrieval=ret, record=rec, documents=texts)
         bar.advance(task)
         return rows
-
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     bar = Progress(TextColumn("[bold]evaluating[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), disable=not progress)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 from pydantic import BaseModel, Field
 
+from evident.embeddings import EmbeddingsFailure, EmbeddingsUnavailable, describe, resolve_embeddings
 from evident.eval.citations import is_abstention
 from evident.eval.metrics import url_key
 from evident.eval.stats import Estimate, mean
@@ -179,8 +180,6 @@ def score_run(rows: Mapping[str, Sequence[Row]], ctx: EvidentContext,
     default those of `ctx`'s settings, as `evident ask` resolves them). Never raises an embeddings error:
     embeddings off (or failing to load) give `on=False` and the reason; a failed call leaves that query
     unscored and counted in `failed`. `on_query` is called with the method after each query."""
-    from evident.embeddings import EmbeddingsFailure, EmbeddingsUnavailable, describe, resolve_embeddings
-
     resolved = resolve_embeddings(ctx, source)
     scorer = resolved.scorer
     if scorer is None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from evident.alignment import drops
 from evident.alignment.models import SourceDocument
 from evident.context import EvidentContext, environment_value
+from evident.llm.models import reply_cap
 
 TokenCounter = Callable[[str], int]
 
@@ -47,6 +48,7 @@ def approx_counter(chars_per_token: float = 4.0) -> TokenCounter:
 
 
 def _encoding_name(model: str | None) -> str:
+    # start-up time: tiktoken (~15 ms) loads only when a model's tokens are counted
     import tiktoken
 
     try:
@@ -76,6 +78,7 @@ def _tiktoken_counter(encoding: str) -> TokenCounter | None:
         if encoding in _encodings:
             return _encodings[encoding]
         try:
+            # start-up time: tiktoken (~15 ms) loads only when a model's tokens are counted
             import tiktoken
 
             enc = tiktoken.get_encoding(encoding)
@@ -187,7 +190,7 @@ def extraction_budget(ctx: EvidentContext, count: TokenCounter) -> int:
     of the window is kept spare: counting is approximate unless the model's own tokenizer is injected."""
     if not ctx.context_window:
         return ctx.context_budget_tokens
-    from evident.llm.models import reply_cap
+    # start-up time: the extraction prompt brings LangChain's prompt templates, which the offline path never loads
     from evident.prompts.extraction import EXTRACTION_SYSTEM, EXTRACTION_USER
 
     instructions = count(EXTRACTION_SYSTEM + EXTRACTION_USER)

@@ -23,6 +23,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.runnables import RunnableSequence
+
 from evident.alignment import drops
 from evident.alignment.models import Passage, SourceDocument
 from evident.context import EvidentContext
@@ -55,8 +58,6 @@ _working_rung: dict[tuple[str, str], str] = {}
 
 
 def _is_overflow(exc: BaseException) -> bool:
-    from langchain_core.exceptions import ContextOverflowError
-
     return isinstance(exc, ContextOverflowError)
 
 
@@ -145,8 +146,6 @@ def _structured_request(model: Any, schema: dict[str, Any], method: str) -> Any:
     (which also saves the thread its `include_raw=True` form starts per call). A chat model that
     builds something else is called in the `include_raw=True` form.
     """
-    from langchain_core.runnables import RunnableSequence
-
     runnable = model.with_structured_output(schema, method=method)
     if isinstance(runnable, RunnableSequence):
         return runnable.first

@@ -129,6 +129,7 @@ class Models:
 
 def _build_chat_openai(settings: ModelSettings, purpose: Purpose) -> BaseChatModel:
     try:
+        # start-up time: langchain_openai (~0.8 s, with openai) loads with the first model, never on the offline path
         from langchain_openai import ChatOpenAI
     except ImportError as exc:  # pragma: no cover - a declared dependency
         raise ModelFailure("config", f"langchain-openai is not installed: {exc}") from None

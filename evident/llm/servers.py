@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
+
 from evident.context import EvidentContext, environment_value
 
 DEFAULT_CONCURRENCY = 2  # a local server that does not say how many slots it has
@@ -48,8 +50,6 @@ def probe_slots(base_url: str, timeout_s: float = 2.0) -> int | None:
             return _probed_slots[base_url]
     found: int | None = None
     try:
-        import httpx
-
         resp = httpx.get(server_root(base_url) + "/props", timeout=timeout_s)
         value = resp.json().get("total_slots") if resp.status_code == 200 else None
         found = int(value) if isinstance(value, int) and value > 0 else None

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -39,7 +40,5 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _MODULES:
-        import importlib
-
         return getattr(importlib.import_module(f"evident.prompts.{_MODULES[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

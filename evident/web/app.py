@@ -33,6 +33,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 import evident
+from evident.connectors.retrievers import default_retriever
 from evident.context import ConfigError, EvidentContext
 from evident.web.auth import identify
 from evident.web.browser import BrowserGuard
@@ -57,8 +58,6 @@ def _warm_up() -> dict[str, Any]:
     """
     started = time.perf_counter()
     try:
-        from evident.connectors.retrievers import default_retriever
-
         default_retriever(EvidentContext.from_env())
     except Exception as exc:  # the server still starts: /health says what is wrong
         log.warning("evident: the retriever is not ready: %s", exc)

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+from langsmith import Client, utils
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -61,14 +62,10 @@ def parse_feedback(body: Any) -> tuple[int, str] | str:
 
 def langsmith_configured() -> bool:
     """Tracing to LangSmith is on for this process (so served runs have traces to attach feedback to)."""
-    from langsmith import utils
-
     return bool(utils.tracing_is_enabled()) and bool(utils.get_api_key(None))
 
 
 def _send_to_langsmith(run_id: str, score: int, comment: str) -> str:
-    from langsmith import Client
-
     feedback = Client().create_feedback(run_id, key=FEEDBACK_KEY, score=score, comment=comment or None,
                                         source_info={"from": "evident page"})
     return str(feedback.id)

@@ -4,8 +4,10 @@ evident/ reaches into a private module of LangGraph or LangChain (issue 15)."""
 from __future__ import annotations
 
 import ast
+import io
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "evident"
@@ -210,6 +212,75 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
               for target in _imports_of(ast.parse(path.read_text(encoding="utf-8")), modules)
               if _layer(target) > _layer(name)}
     assert upward == set()
+
+
+def _unexplained_deferred_imports(source: str) -> list[int]:
+    """Lines of the imports inside a function (sync or async) that no comment explains: one on its own line
+    directly above it, or above the first of the consecutive imports it stands with (blank lines between them
+    allowed), or one at its line end. Imports under a module-level `if TYPE_CHECKING:` are in no function."""
+    lines = source.splitlines()
+    comments: set[int] = set()
+    own_line: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            comments.add(tok.start[0])
+            if not lines[tok.start[0] - 1][:tok.start[1]].strip():
+                own_line.add(tok.start[0])
+    tree = ast.parse(source)
+    in_function = {id(node) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for node in ast.walk(fn) if isinstance(node, (ast.Import, ast.ImportFrom))}
+    found: list[int] = []
+    for parent in ast.walk(tree):
+        for block in (getattr(parent, name, None) for name in ("body", "orelse", "finalbody")):
+            if not isinstance(block, list):
+                continue
+            previous: ast.stmt | None = None
+            group_explained = False  # a comment above the first import of the group this one belongs to
+            for stmt in block:
+                if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    previous = None
+                    continue
+                end = stmt.end_lineno or stmt.lineno
+                follows = previous is not None and not any(
+                    lines[i].strip() for i in range((previous.end_lineno or previous.lineno), stmt.lineno - 1))
+                if not follows:
+                    group_explained = stmt.lineno - 1 in own_line
+                at_line_end = any(line in comments for line in range(stmt.lineno, end + 1))
+                if id(stmt) in in_function and not group_explained and not at_line_end:
+                    found.append(stmt.lineno)
+                previous = stmt
+    return sorted(found)
+
+
+def test_the_scan_finds_unexplained_deferred_imports() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    import numpy\n"
+        "def f():\n"
+        "    import json\n"  # 5: no comment
+        "    # start-up time: a heavy module\n"
+        "    import a\n"
+        "\n"
+        "    from b import c\n"  # 9: the group's comment, above line 7
+        "    x = 1\n"
+        "    import d  # optional dependency\n"
+        "    import e\n"  # 12: a line-end comment explains its own line only
+        "async def g():\n"
+        "    if True:\n"
+        "        from h import (\n"  # 15: nested in a block of an async function
+        "            i,\n"
+        "        )\n"
+    )
+    assert _unexplained_deferred_imports(source) == [5, 12, 15]
+
+
+def test_every_deferred_import_says_why() -> None:
+    """An import inside a function is there for start-up time or an optional dependency (never to hide a
+    cycle: see above), and a comment says which."""
+    found = [f"{path.relative_to(PACKAGE.parent)}:{line}" for path in sorted(PACKAGE.rglob("*.py"))
+             for line in _unexplained_deferred_imports(path.read_text(encoding="utf-8"))]
+    assert found == []
 
 
 # -- tests reach evident through its public API (issue 28) ---------------------------------------------
