@@ -12,6 +12,11 @@ questions as a staff member (permissions inside the search), `--rounds` times ea
 PostgreSQL's size is its tables with their indexes and TOAST; its server's memory is not in the client's figure.
 Without `--dsn-env`, a throwaway PostgreSQL 15 cluster is started in a temporary folder (tests/support/postgres.py).
 
+`--keep DIR` keeps the embedded indexes in DIR (`sections-<size>.sqlite3`; an index already there is reused, not
+rebuilt), and `--side-by-side` then asks the questions of every size in one process, interleaved (each question
+on each index in turn, every round), and prints each size's p50 / p95 with its ratio to the size before: a
+busier or quieter machine weighs on all sizes alike, which two runs minutes apart do not guarantee.
+
 Both engines rank a bounded pool of candidates (their `candidate_pool` settings, docs/postgres.md#scale); up to
 `--agreement-up-to` sections, each question is also asked with no bound (the exact ranking, linear in the
 corpus), and "same top 8" counts the questions whose 8 results and scores are the same both ways.
@@ -45,14 +50,23 @@ def _agreement(bounded: list[list[tuple[str, float]]], exact: list[list[tuple[st
     return sum(b == e for b, e in zip(bounded, exact, strict=True))
 
 
-def embedded(corpus: Path, workdir: Path, questions: list[str], rounds: int, agreement: bool) -> dict[str, Any]:
-    from evident.connectors.index.embedded import LocalIndex
+def _staff() -> list[str]:
     from evident.connectors.visibility import AclPolicy, principal_tokens
     from evident.models import Principal
 
+    return list(principal_tokens(Principal(user="bench", groups=["staff"]), AclPolicy()))
+
+
+def embedded(corpus: Path, workdir: Path, questions: list[str], rounds: int, agreement: bool) -> dict[str, Any]:
+    from evident.connectors.index.embedded import LocalIndex
+
     target = workdir / f"{corpus.stem}.sqlite3"
-    sections, build_s = build_local_index(corpus, target)
-    visible = principal_tokens(Principal(user="bench", groups=["staff"]), AclPolicy())
+    if target.exists():  # kept by an earlier run (--keep): its build is not measured again
+        with LocalIndex(target, read_only=True) as index:
+            sections, build_s = index.count(), float("nan")
+    else:
+        sections, build_s = build_local_index(corpus, target)
+    visible = _staff()
     with LocalIndex(target, read_only=True) as index:
         times = latencies(lambda q: index.search(q, k=8, visible=visible), questions, rounds)
         bounded = [[(d.url, s) for d, s in index.search(q, k=8, visible=visible)] for q in questions]
@@ -105,12 +119,33 @@ def postgres(corpus: Path, dsn_env: str, questions: list[str], rounds: int, agre
             "same": same}
 
 
+def side_by_side(targets: dict[int, Path], questions: list[str], rounds: int) -> dict[int, list[float]]:
+    """Milliseconds of each question on each index, asked in turn on every index, `rounds` times after a
+    warm-up round: the sizes share the machine's state at every moment."""
+    from contextlib import ExitStack
+
+    from evident.connectors.index.embedded import LocalIndex
+
+    visible = _staff()
+    times: dict[int, list[float]] = {size: [] for size in targets}
+    with ExitStack() as stack:
+        indexes = {size: stack.enter_context(LocalIndex(path, read_only=True)) for size, path in targets.items()}
+        for round_ in range(rounds + 1):
+            for q in questions:
+                for size, index in indexes.items():
+                    start = time.perf_counter()
+                    index.search(q, k=8, visible=visible)
+                    if round_:
+                        times[size].append((time.perf_counter() - start) * 1000)
+    return times
+
+
 def _one(args: argparse.Namespace) -> None:
     """The child process: one engine at one size; prints its figures as JSON."""
     corpus, questions = Path(args.corpus), _questions(args.queries)
     if args.one == "embedded":
         with tempfile.TemporaryDirectory() as tmp:
-            out = embedded(corpus, Path(tmp), questions, args.rounds, args.agreement)
+            out = embedded(corpus, Path(args.keep or tmp), questions, args.rounds, args.agreement)
     else:
         out = postgres(corpus, args.dsn_env, questions, args.rounds, args.agreement)
     out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -126,10 +161,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", nargs="+", choices=["embedded", "postgres"], default=["embedded", "postgres"])
     ap.add_argument("--agreement-up-to", type=int, default=100_000,
                     help="up to this many sections, compare each top 8 with the unbounded ranking's")
+    ap.add_argument("--keep", type=Path, default=None, help="keep (and reuse) the embedded indexes in this folder")
+    ap.add_argument("--side-by-side", action="store_true",
+                    help="with --keep: ask every size's index in one process, interleaved, and print the ratios")
     ap.add_argument("--one", choices=["embedded", "postgres"], help=argparse.SUPPRESS)
     ap.add_argument("--agreement", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--corpus", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.side_by_side and (args.keep is None or "embedded" not in args.engines):
+        ap.error("--side-by-side needs --keep DIR and the embedded engine")
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
     if args.one:
         _one(args)
         return 0
@@ -149,11 +191,17 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             for size in args.sizes:
                 corpus = Path(tmp) / f"sections-{size}.jsonl"
-                mb = generate(size, corpus) / 1e6
-                print(f"{size:,} sections generated ({mb:.0f} MB of JSONL)", flush=True)
+                kept = args.keep is not None and (args.keep / f"{corpus.stem}.sqlite3").exists()
+                if kept and args.engines == ["embedded"]:
+                    corpus.touch()  # the kept index is reused: its text is not needed
+                else:
+                    mb = generate(size, corpus) / 1e6
+                    print(f"{size:,} sections generated ({mb:.0f} MB of JSONL)", flush=True)
                 for engine in args.engines:
                     command = [sys.executable, __file__, "--one", engine, "--corpus", str(corpus),
                                "--queries", str(args.queries), "--rounds", str(args.rounds)]  # fmt: skip
+                    if args.keep is not None:
+                        command += ["--keep", str(args.keep)]
                     if args.dsn_env:
                         command += ["--dsn-env", args.dsn_env]
                     if size <= args.agreement_up_to:
@@ -173,9 +221,23 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for engine, _, r in rows:
         same = "" if r["same"] is None else f"{r['same']}/{args.queries}"
-        print(f"| {engine} | {r['sections']:,} | {r['build_s']:.1f} | {r['sections'] / r['build_s']:,.0f} | "
+        built = r["build_s"] == r["build_s"]  # NaN: a kept index, whose build this run did not measure
+        rate = f"{r['build_s']:.1f} | {r['sections'] / r['build_s']:,.0f}" if built else "kept | –"
+        print(f"| {engine} | {r['sections']:,} | {rate} | "
               f"{r['size_mb']:.0f} | {percentile(r['times'], 50):.2f} | {percentile(r['times'], 95):.2f} | "
               f"{r['max_rss_mb']:.0f} | {same} |")
+    if args.side_by_side:
+        targets = {size: args.keep / f"sections-{size}.sqlite3" for size in args.sizes}
+        times = side_by_side(targets, _questions(args.queries), args.rounds)
+        print(f"\nSide by side, one process, interleaved ({args.queries} questions x {args.rounds} rounds each):")
+        print("\n| engine | sections | query p50 ms | query p95 ms | p50 x previous | p95 x previous |")
+        print("|---|---:|---:|---:|---:|---:|")
+        previous: tuple[float, float] | None = None
+        for size in args.sizes:
+            p50, p95 = percentile(times[size], 50), percentile(times[size], 95)
+            growth = f"{p50 / previous[0]:.2f} | {p95 / previous[1]:.2f}" if previous else "– | –"
+            print(f"| embedded index | {size:,} | {p50:.2f} | {p95:.2f} | {growth} |")
+            previous = (p50, p95)
     return 0
 
 
