@@ -20,6 +20,7 @@ from evident.commands.common import (
     safe_text,
 )
 from evident.context import ConfigError, EvidentContext, environment_value, export_environment
+from evident.embeddings.prefetch import embed_ahead
 
 
 def _one_blas_thread() -> None:
@@ -88,8 +89,13 @@ def run(
         except QueryError as exc:
             fail("ask", str(exc))
     ctx = _context(corpus, config, index)
+    # The question's vector is made on another core while LangGraph loads (evident/embeddings/prefetch.py).
+    ahead = embed_ahead(ctx, question) if question is not None and batch is None else None
     # start-up order: after _one_blas_thread (numpy loads with the graph) and after bad input has failed fast
     from evident.graph import graph
+
+    if ahead is not None:
+        ahead.collect()  # the vector, into the cache the retrieve step reads; else that step embeds it
 
     if batch is None and stream:
         # The batch and streaming drivers are imported when asked for: a single question does not pay for them.

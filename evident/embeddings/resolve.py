@@ -84,7 +84,8 @@ def _off(provider: Provider, reason: str, *, fault: bool) -> ResolvedEmbeddings:
     return ResolvedEmbeddings(None, provider, reason=reason, fault=fault)
 
 
-def _build(settings: EmbeddingsSettings) -> ResolvedEmbeddings:
+def build_embeddings(settings: EmbeddingsSettings) -> ResolvedEmbeddings:
+    """The embeddings of `settings`, or why there are none (not cached, no warning: `GraphEmbeddings` does both)."""
     # start-up time: the scorer brings numpy (~50 ms), which importing the embeddings' settings must not
     from evident.embeddings.scorer import model_id_of
 
@@ -139,7 +140,7 @@ class GraphEmbeddings:
         else:
             with self._lock:
                 cached = self._cache.get(settings)
-            found = cached or _build(settings)
+            found = cached or build_embeddings(settings)
             if cached is None:
                 with self._lock:
                     found = self._cache.setdefault(settings, found)
