@@ -61,9 +61,10 @@ def embedded(corpus: Path, workdir: Path, questions: list[str], rounds: int, agr
     from evident.connectors.index.embedded import LocalIndex
 
     target = workdir / f"{corpus.stem}.sqlite3"
+    build_s: float | None
     if target.exists():  # kept by an earlier run (--keep): its build is not measured again
         with LocalIndex(target, read_only=True) as index:
-            sections, build_s = index.count(), float("nan")
+            sections, build_s = index.count(), None
     else:
         sections, build_s = build_local_index(corpus, target)
     visible = _staff()
@@ -221,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for engine, _, r in rows:
         same = "" if r["same"] is None else f"{r['same']}/{args.queries}"
-        built = r["build_s"] == r["build_s"]  # NaN: a kept index, whose build this run did not measure
-        rate = f"{r['build_s']:.1f} | {r['sections'] / r['build_s']:,.0f}" if built else "kept | –"
+        # None: a kept index, whose build this run did not measure
+        rate = f"{r['build_s']:.1f} | {r['sections'] / r['build_s']:,.0f}" if r["build_s"] is not None else "kept | –"
         print(f"| {engine} | {r['sections']:,} | {rate} | "
               f"{r['size_mb']:.0f} | {percentile(r['times'], 50):.2f} | {percentile(r['times'], 95):.2f} | "
               f"{r['max_rss_mb']:.0f} | {same} |")

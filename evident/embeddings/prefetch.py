@@ -74,19 +74,21 @@ def _reap(pid: int) -> None:
 
 
 def _cached(payload: bytes, text: str) -> bool:
+    """Put the child's vector into the cache; False for anything but a whole payload (a child stopped
+    mid-write leaves a part of one)."""
     head, sep, body = payload.partition(b"\n")
-    if not sep:
+    try:
+        header = json.loads(head) if sep else None
+    except ValueError:
+        return False
+    if not isinstance(header, dict) or not body or header.get("bytes") != len(body):
         return False
     # numpy and the cache: the run imports them anyway, for its own vectors.
     import numpy as np
 
     from evident.embeddings.scorer import VECTORS, text_key
 
-    model_id = json.loads(head)["model_id"]
-    vector = np.frombuffer(body, dtype=np.float32).copy()
-    if not vector.size:
-        return False
-    VECTORS.put((model_id, "query", text_key(text)), vector)
+    VECTORS.put((str(header["model_id"]), "query", text_key(text)), np.frombuffer(body, dtype=np.float32).copy())
     return True
 
 
@@ -128,7 +130,8 @@ def _embed_into(pipe: int, settings: EmbeddingsSettings, text: str) -> int:
         if resolved.scorer is None:
             return 1
         vector = resolved.scorer.embed_query(text)
-        payload = json.dumps({"model_id": resolved.model_id}).encode() + b"\n" + vector.tobytes()
+        body = vector.astype("float32").tobytes()
+        payload = json.dumps({"model_id": resolved.model_id, "bytes": len(body)}).encode() + b"\n" + body
         view = memoryview(payload)
         while view:
             view = view[os.write(pipe, view):]

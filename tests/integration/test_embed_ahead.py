@@ -111,3 +111,20 @@ def test_a_cold_ask_answers_as_the_graph_does_without_it(examples: Path, tmp_pat
     assert cold["status"] == here["status"] == "answered"
     assert cold["answer"] == here["answer"]
     assert [c["url"] for c in cold["citations"]] == [c.url for c in here["citations"]]
+
+
+def test_a_part_of_a_vector_is_not_taken(examples: Path, tmp_path: Path) -> None:
+    # A child stopped mid-write: the header promises more bytes than came.
+    out = run("""
+        from evident.embeddings.prefetch import Ahead
+        from evident.embeddings.scorer import VECTORS, text_key
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.write(write, b'{"model_id": "m", "bytes": 1536}\\n' + bytes(100))
+            os._exit(0)
+        os.close(write)
+        taken = Ahead(pid, read, question).collect()
+        print(json.dumps({"taken": taken, "cached": VECTORS.get(("m", "query", text_key(question))) is not None}))
+    """, examples, tmp_path)
+    assert out == {"taken": False, "cached": False}

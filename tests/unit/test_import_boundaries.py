@@ -197,12 +197,17 @@ LAYERS: dict[str, int] = {
     "commands": 5, "web": 5, "eval": 5, "cli": 5, "": 5,
 }
 
-def _layer(module: str) -> int:
+def layer_key(module: str) -> str:
+    """The LAYERS key a module belongs to ("" for the package's `__init__`)."""
     rest = module.removeprefix("evident").removeprefix(".")
     for key in (".".join(rest.split(".")[:2]), rest.split(".")[0]):
         if key in LAYERS:
-            return LAYERS[key]
+            return key
     raise AssertionError(f"{module}: no layer (add its package to LAYERS)")
+
+
+def _layer(module: str) -> int:
+    return LAYERS[layer_key(module)]
 
 
 def test_no_module_imports_a_layer_above_its_own() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
-from tests.unit.test_import_boundaries import LAYERS, PACKAGE, _imports_of, _module_name
+from tests.unit.test_import_boundaries import LAYERS, PACKAGE, _imports_of, _module_name, layer_key
 
 LAYOUT = PACKAGE.parent / "docs" / "layout.md"
 START, END = "<!-- layers: start -->", "<!-- layers: end -->"
@@ -16,11 +16,7 @@ TOP = "evident"
 
 
 def _package(module: str) -> str:
-    rest = module.removeprefix("evident").removeprefix(".")
-    for key in (".".join(rest.split(".")[:2]), rest.split(".")[0]):
-        if key in LAYERS:
-            return key or TOP
-    raise AssertionError(f"{module}: no layer (add its package to LAYERS)")
+    return layer_key(module) or TOP
 
 
 def _layer(package: str) -> int:
