@@ -17,7 +17,7 @@ from evident.embeddings.meaning import Window, fuse, semantic_windows
 from evident.offline.answerability import DEFAULT_GATE, AnswerGate, Evidence
 from evident.offline.scoring import Scorer, heading_terms, under_heading, window_score
 from evident.offline.sentences import CONTINUATIONS
-from evident.offline.units import Unit, analyse
+from evident.offline.units import COPY_MIN_WORDS, Unit, analyse_pages
 
 __all__ = [
     "CandidateWindow", "address_score", "candidate_windows", "extract_passages", "join_openings", "opening_heading",
@@ -30,8 +30,6 @@ SHORT_PARAGRAPH = 2
 SECONDARY_COVERAGE_RATIO = 0.5
 SECONDARY_SCORE_RATIO = 0.5
 _SENTENCE_END = (".", "!", "?", ":", ";", "。", "！", "？")
-# A sentence this short ("Yes.", "Health care") recurs on unrelated pages: it is not cited as a copy.
-COPY_MIN_WORDS = 4
 
 
 @dataclass
@@ -204,7 +202,7 @@ def candidate_windows(
     what was asked in other words ranks above where its words alone put it, though one that shares no
     word with the query scores at most `semantic_weight` of the best and cannot lead (docs/embeddings.md).
     Coverage, and so the abstention, stays lexical."""
-    analysed = [analyse(d.content) for d in documents]
+    analysed = analyse_pages([d.content for d in documents])
     units = [a.units for a in analysed]
     scorer = Scorer(query, analysed, documents, settings)
     meaning = [semantic_windows(d) for d in documents] if semantic_weight > 0 else []

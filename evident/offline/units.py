@@ -4,13 +4,16 @@ heading (or page title) each unit sits under. Cached per page text. Pure Python,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from evident.offline.sentences import Kind, is_noise, split_units
 from evident.offline.terms import content_keys, pairs, unit_terms
 
-__all__ = ["Doc", "Unit", "analyse", "is_section_heading"]
+__all__ = [
+    "CHROME_EDGE", "CHROME_PAGES", "COPY_MIN_WORDS", "Doc", "Unit", "analyse", "analyse_pages", "is_section_heading",
+]
 
 _BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
@@ -108,3 +111,35 @@ def analyse(text: str) -> Doc:
             )
         )
     return Doc(tuple(out), frozenset().union(*(u.terms for u in out)))
+
+
+
+# A sentence that stands word for word at the edge (among the first or last CHROME_EDGE units) of this
+# many retrieved pages is the site's chrome, a footer's "Internal use only. Do not share this page
+# outside the company.", not what any one page says: near-duplicate pages come in pairs, while a
+# template repeats its text on every page. A shared paragraph inside the pages of one topic ("Medicare
+# is our country's health insurance program ...") is what they all say, and stays.
+CHROME_PAGES = 3
+CHROME_EDGE = 3
+# A sentence this short ("Yes.", "Health care") recurs as real text on unrelated pages: it is neither
+# chrome nor cited as a copy of another page's text.
+COPY_MIN_WORDS = 4
+
+
+def analyse_pages(texts: Sequence[str]) -> list[Doc]:
+    """`analyse` of each retrieved page, the site's chrome among them marked as noise."""
+    docs = [analyse(t) for t in texts]
+    pages: dict[tuple[str, ...], set[int]] = {}
+    inside: set[tuple[str, ...]] = set()
+    for n, doc in enumerate(docs):
+        live = [u for u in doc.units if not u.noise and len(u.key) >= COPY_MIN_WORDS]
+        for k, u in enumerate(live):
+            pages.setdefault(u.key, set()).add(n)
+            if CHROME_EDGE <= k < len(live) - CHROME_EDGE:
+                inside.add(u.key)
+    chrome = {key for key, where in pages.items() if len(where) >= CHROME_PAGES and key not in inside}
+    return [
+        Doc(tuple(replace(u, noise=True) if u.key in chrome else u for u in doc.units), doc.terms)
+        if chrome and any(u.key in chrome for u in doc.units) else doc
+        for doc in docs
+    ]

@@ -376,6 +376,27 @@ def test_a_short_passage_is_not_cited_on_every_page_that_holds_it() -> None:
     assert [p.url for p in passages] == [faq.url]
 
 
+def test_a_sites_footer_is_chrome_but_a_paragraph_its_topic_pages_share_is_text() -> None:
+    # The footer stands at the end of every page of the site: quoted, it would answer "Does the company
+    # offer a car?" on every page it shares "company" with. The definition stands inside the pages of
+    # one topic, between their own sentences: it is what they all say, and is quoted.
+    footer = "Tessellate Inc. Internal use only. Do not share this page outside the company."
+    shared = "Medicare is the health insurance program of the company for people aged 65 or older."
+    pages = [
+        SourceDocument(url=f"https://a.example/{topic}", content=(
+            f"# {topic.title()}\n\nThe {topic} team owns the {topic} service. It answers pages within one hour."
+            f" New members shadow a rotation first.\n\n{shared}\n\nAsk the {topic} team lead about the"
+            f" rota. Swaps go through Beacon. Holidays count double.\n\n{footer}\n"))
+        for topic in ("platform", "edge", "billing")
+    ]
+    for query in ("Does the company offer a car for sharing?", "Is this page internal only?"):
+        assert all(footer not in p.content for p in extract_passages(query, pages))
+    assert any(shared in p.content for p in extract_passages("What health insurance program covers people aged 65?",
+                                                            pages))
+    # Two pages saying it are a page and its near-duplicate copy, not a template.
+    assert any(footer in p.content for p in extract_passages("Is this page internal only?", pages[:2]))
+
+
 LAPSE_FAQ = (
     "Insurance requirements\n\nHow do I avoid an insurance lapse?\n"
     "Remember this simple rule: no insurance, no plates! keep the address for your vehicle registration "
