@@ -148,3 +148,13 @@ def choose_occurrences(pieces: list[Piece], unlike: Callable[[int, int, int], in
         chosen.append(idx)
     chosen.reverse()
     return [p.candidates[j] for p, j in zip(pieces, chosen, strict=False)]
+
+
+def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """`(start, end)` without the whitespace at either end of `text[start:end]`."""
+    # isspace() is exactly what str.strip() removes, so spans satisfy text[s:e] == text[s:e].strip().
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end

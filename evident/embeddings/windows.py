@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from evident.offline.sentences import trim_span
+from evident.alignment.spans import trim_span
 
 # About 90 word pieces with the title: well under all-MiniLM-L6-v2's 256, and short enough that one
 # sentence about the question is not drowned by its neighbours (docs/embeddings.md).

@@ -11,6 +11,7 @@ import re
 from typing import Literal
 
 from evident.alignment.lexicon import words
+from evident.alignment.spans import trim_span
 
 Kind = Literal["heading", "item", "row", "code", "fence", "rule", "prose"]
 
@@ -63,16 +64,6 @@ def _line_spans(text: str) -> list[tuple[int, int]]:
         spans.append((pos, pos + len(body)))
         pos += len(raw)
     return spans
-
-
-def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """`(start, end)` without the whitespace at either end of `text[start:end]`."""
-    # isspace() is exactly what str.strip() removes, so spans satisfy text[s:e] == text[s:e].strip().
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 def _line_kind(line: str) -> Kind:
