@@ -59,9 +59,9 @@ MAX_WORDS = 32  # a question's words searched at most: bounds the cost of one qu
 # pages holding only common words, at a cost that grows with it (about 20 µs a document on 2 cores).
 CANDIDATE_POOL = 10_000
 # A search's memory per bitmap (the `work_mem_mb` setting): the bitmaps of a common word, of the caller's
-# documents and of a sample (`ranked`) hold a bit per row of them; past PostgreSQL's default 4 MB they turn
-# lossy, and every row of a lossy page is read and checked again (at 1,000,000 sections: 3 times the rows,
-# a sampled search 1.4 s instead of 0.3 s). About 20 MB holds the bitmap of a million rows exactly.
+# documents and of a sample (`ranked`) keep an entry of about 50 bytes per table page they touch (1,000,000
+# sections: 191,000 pages); past PostgreSQL's default 4 MB they turn lossy, and every row of a lossy page is
+# read and checked again (there: 3 times the rows, a sampled search 1.4 s instead of 0.3 s).
 WORK_MEM_MB = 64
 COUNTS_CACHED = 64  # (generation, token set) pairs whose counts are kept
 WORDS_CACHED = 20_000  # words counted per pair at most; past it, that pair starts again
