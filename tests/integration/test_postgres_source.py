@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
+from psycopg import sql
 
 from evident.connectors.config import Defaults, PostgresSettings, build_sources, parse_settings, postgres_dsn
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusError
@@ -166,6 +167,13 @@ def test_a_word_past_the_pool_is_ranked_in_a_sample_of_its_pages(postgres: Postg
     few = top(1, 8)
     assert len(few) == 8
     assert few == [(url, score) for url, score in exact if (url, score) in few]
+    # Tables of an earlier version, without the sample's index, get it at their next refresh.
+    with postgres.connect() as conn:
+        conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(raw["schema"], "documents_sample")))
+    _refresh(raw)
+    with postgres.connect() as conn:
+        assert conn.execute("SELECT to_regclass(%s)", (f"{raw['schema']}.documents_sample",)).fetchone() != (None,)
+    assert top(20, 8) == in_sample[:8]
 
 
 def test_refresh_upserts_deletes_and_leaves_the_source_as_it_was_on_error(
