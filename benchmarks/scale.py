@@ -12,10 +12,11 @@ questions as a staff member (permissions inside the search), `--rounds` times ea
 PostgreSQL's size is its tables with their indexes and TOAST; its server's memory is not in the client's figure.
 Without `--dsn-env`, a throwaway PostgreSQL 15 cluster is started in a temporary folder (tests/support/postgres.py).
 
-`--keep DIR` keeps the embedded indexes in DIR (`sections-<size>.sqlite3`; an index already there is reused, not
-rebuilt), and `--side-by-side` then asks the questions of every size in one process, interleaved (each question
-on each index in turn, every round), and prints each size's p50 / p95 with its ratio to the size before: a
-busier or quieter machine weighs on all sizes alike, which two runs minutes apart do not guarantee.
+`--keep DIR` keeps the embedded indexes in DIR (`sections-<size>.sqlite3`) and the throwaway PostgreSQL cluster in
+DIR/postgres (a schema `scale_sections_<size>` per size); an index or schema already there is reused, not rebuilt.
+`--side-by-side` then asks the questions of every size in one process, interleaved (each question on each
+size's index or schema in turn, every round), and prints each size's p50 / p95 with its ratio to the size
+before: a busier or quieter machine weighs on all sizes alike, which two runs minutes apart do not guarantee.
 
 Both engines rank a bounded pool of candidates (their `candidate_pool` settings, docs/postgres.md#scale); up to
 `--agreement-up-to` sections, each question is also asked with no bound (the exact ranking, linear in the
@@ -80,7 +81,35 @@ def embedded(corpus: Path, workdir: Path, questions: list[str], rounds: int, agr
             "same": same}
 
 
-def postgres(corpus: Path, dsn_env: str, questions: list[str], rounds: int, agreement: bool) -> dict[str, Any]:
+def _schema(size: int) -> str:
+    return f"scale_sections_{size}"
+
+
+def _postgres_kept(dsn_env: str, schema: str) -> bool:
+    """Whether a run before this one left `schema` built (--keep): its meta table says a refresh finished."""
+    import psycopg
+    from psycopg import sql
+
+    from evident.connectors.postgres.dsn import resolve_dsn
+
+    with psycopg.connect(resolve_dsn("bench", None, dsn_env).value(), autocommit=True) as conn:
+        found = conn.execute("SELECT to_regclass(%s)", (f"{schema}.meta",)).fetchone()
+        if not (found and found[0]):
+            return False
+        meta = sql.SQL("SELECT 1 FROM {} WHERE key = 'generation'").format(sql.Identifier(schema, "meta"))
+        return conn.execute(meta).fetchone() is not None
+
+
+def _postgres_retriever(dsn_env: str, schema: str) -> Any:
+    from evident.connectors.postgres.dsn import resolve_dsn
+    from evident.connectors.postgres.retriever import build_retriever
+
+    return build_retriever(resolve_dsn("bench", None, dsn_env), schema=schema, config="english", k=8,
+                           source_name="bench", timeout_s=600, statement_timeout_ms=None)  # fmt: skip
+
+
+def postgres(corpus: Path, dsn_env: str, questions: list[str], rounds: int, agreement: bool,
+             keep: bool) -> dict[str, Any]:  # fmt: skip
     import psycopg
     from psycopg import sql
 
@@ -88,26 +117,27 @@ def postgres(corpus: Path, dsn_env: str, questions: list[str], rounds: int, agre
     from evident.connectors.postgres.connections import Connections
     from evident.connectors.postgres.dsn import resolve_dsn
     from evident.connectors.postgres.refresh import refresh
-    from evident.connectors.postgres.retriever import build_retriever
-    from evident.connectors.visibility import AclPolicy, principal_tokens
-    from evident.models import Principal
 
-    schema = f"scale_{corpus.stem.replace('-', '_')}"
+    schema = _schema(int(corpus.stem.removeprefix("sections-")))
     dsn = resolve_dsn("bench", None, dsn_env)
+    build_s: float | None = None
+    if not (keep and _postgres_kept(dsn_env, schema)):
+        with psycopg.connect(dsn.value(), autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        start = time.perf_counter()
+        refresh(Connections(dsn, connect_timeout_s=10, statement_timeout_ms=None), schema, "english", [corpus],
+                limits=DEFAULT_LIMITS)  # fmt: skip
+        build_s = time.perf_counter() - start
+        with psycopg.connect(dsn.value(), autocommit=True) as conn:
+            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(schema, "documents")))
     with psycopg.connect(dsn.value(), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-    start = time.perf_counter()
-    stats = refresh(Connections(dsn, connect_timeout_s=10, statement_timeout_ms=None), schema, "english", [corpus],
-                    limits=DEFAULT_LIMITS)  # fmt: skip
-    build_s = time.perf_counter() - start
-    with psycopg.connect(dsn.value(), autocommit=True) as conn:
-        conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(schema, "documents")))
         size = conn.execute("SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n"
                             " ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
                             (schema,)).fetchone()  # fmt: skip
-    retriever = build_retriever(dsn, schema=schema, config="english", k=8, source_name="bench", timeout_s=600,
-                                statement_timeout_ms=None)  # fmt: skip
-    visible = principal_tokens(Principal(user="bench", groups=["staff"]), AclPolicy())
+        sections = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(schema, "documents")))
+        count = sections.fetchone()
+    retriever = _postgres_retriever(dsn_env, schema)
+    visible = _staff()
     times = latencies(lambda q: retriever.search_visible(q, visible, None), questions, rounds)
     bounded = [[(d.url, s) for d, s in retriever.search_visible(q, visible, None)] for q in questions]
     same = None
@@ -116,26 +146,37 @@ def postgres(corpus: Path, dsn_env: str, questions: list[str], rounds: int, agre
         same = _agreement(bounded, [[(d.url, s) for d, s in retriever.search_visible(q, visible, None)]
                                     for q in questions])  # fmt: skip
     retriever.close()
-    return {"sections": stats.documents, "build_s": build_s, "size_mb": int(size[0] or 0) / 1e6, "times": times,
-            "same": same}
+    return {"sections": int(count[0]) if count else 0, "build_s": build_s, "size_mb": int(size[0] or 0) / 1e6,
+            "times": times, "same": same}
 
 
-def side_by_side(targets: dict[int, Path], questions: list[str], rounds: int) -> dict[int, list[float]]:
-    """Milliseconds of each question on each index, asked in turn on every index, `rounds` times after a
+def side_by_side(engine: str, sizes: list[int], keep: Path, dsn_env: str | None, questions: list[str],
+                 rounds: int) -> dict[int, list[float]]:  # fmt: skip
+    """Milliseconds of each question at each size, asked in turn at every size, `rounds` times after a
     warm-up round: the sizes share the machine's state at every moment."""
+    from collections.abc import Callable
     from contextlib import ExitStack
 
     from evident.connectors.index.embedded import LocalIndex
 
     visible = _staff()
-    times: dict[int, list[float]] = {size: [] for size in targets}
+    times: dict[int, list[float]] = {size: [] for size in sizes}
     with ExitStack() as stack:
-        indexes = {size: stack.enter_context(LocalIndex(path, read_only=True)) for size, path in targets.items()}
+        searches: dict[int, Callable[[str], object]] = {}
+        for size in sizes:
+            if engine == "embedded":
+                index = stack.enter_context(LocalIndex(keep / f"sections-{size}.sqlite3", read_only=True))
+                searches[size] = lambda q, index=index: index.search(q, k=8, visible=visible)
+            else:
+                assert dsn_env is not None
+                retriever = _postgres_retriever(dsn_env, _schema(size))
+                stack.callback(retriever.close)
+                searches[size] = lambda q, retriever=retriever: retriever.search_visible(q, visible, None)
         for round_ in range(rounds + 1):
             for q in questions:
-                for size, index in indexes.items():
+                for size, search in searches.items():
                     start = time.perf_counter()
-                    index.search(q, k=8, visible=visible)
+                    search(q)
                     if round_:
                         times[size].append((time.perf_counter() - start) * 1000)
     return times
@@ -148,7 +189,7 @@ def _one(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             out = embedded(corpus, Path(args.keep or tmp), questions, args.rounds, args.agreement)
     else:
-        out = postgres(corpus, args.dsn_env, questions, args.rounds, args.agreement)
+        out = postgres(corpus, args.dsn_env, questions, args.rounds, args.agreement, args.keep is not None)
     out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out))
 
@@ -162,15 +203,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", nargs="+", choices=["embedded", "postgres"], default=["embedded", "postgres"])
     ap.add_argument("--agreement-up-to", type=int, default=100_000,
                     help="up to this many sections, compare each top 8 with the unbounded ranking's")
-    ap.add_argument("--keep", type=Path, default=None, help="keep (and reuse) the embedded indexes in this folder")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="keep (and reuse) the embedded indexes and the PostgreSQL cluster in this folder")
     ap.add_argument("--side-by-side", action="store_true",
                     help="with --keep: ask every size's index in one process, interleaved, and print the ratios")
     ap.add_argument("--one", choices=["embedded", "postgres"], help=argparse.SUPPRESS)
     ap.add_argument("--agreement", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--corpus", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.side_by_side and (args.keep is None or "embedded" not in args.engines):
-        ap.error("--side-by-side needs --keep DIR and the embedded engine")
+    if args.side_by_side and args.keep is None:
+        ap.error("--side-by-side needs --keep DIR")
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
     if args.one:
@@ -180,21 +222,23 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     server = None
-    env = dict(os.environ)
     if "postgres" in args.engines and not args.dsn_env:
         from tests.support.postgres import PostgresServer
 
-        server = PostgresServer.start()
-        env["EVIDENT_SCALE_DSN"], args.dsn_env = server.dsn(), "EVIDENT_SCALE_DSN"
+        server = PostgresServer.start(kept=args.keep / "postgres" if args.keep is not None else None)
+        os.environ["EVIDENT_SCALE_DSN"], args.dsn_env = server.dsn(), "EVIDENT_SCALE_DSN"
     print(describe(f"{args.queries} example questions x {args.rounds} rounds, k = 8, as a staff member, by words"))
     rows: list[tuple[str, int, dict[str, Any]]] = []
+    side: list[tuple[str, dict[int, list[float]]]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for size in args.sizes:
                 corpus = Path(tmp) / f"sections-{size}.jsonl"
-                kept = args.keep is not None and (args.keep / f"{corpus.stem}.sqlite3").exists()
-                if kept and args.engines == ["embedded"]:
-                    corpus.touch()  # the kept index is reused: its text is not needed
+                kept = args.keep is not None and all(
+                    (args.keep / f"{corpus.stem}.sqlite3").exists() if engine == "embedded"
+                    else _postgres_kept(args.dsn_env, _schema(size)) for engine in args.engines)  # fmt: skip
+                if kept:
+                    corpus.touch()  # the kept indexes are reused: their text is not needed
                 else:
                     mb = generate(size, corpus) / 1e6
                     print(f"{size:,} sections generated ({mb:.0f} MB of JSONL)", flush=True)
@@ -207,16 +251,22 @@ def main(argv: list[str] | None = None) -> int:
                         command += ["--dsn-env", args.dsn_env]
                     if size <= args.agreement_up_to:
                         command.append("--agreement")
-                    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+                    done = subprocess.run(command, capture_output=True, text=True, check=False)
                     if done.returncode != 0:
                         print(f"{engine} at {size:,}: failed: {done.stderr.strip()[-500:]}")
                         continue
                     rows.append((engine, size, json.loads(done.stdout.strip().splitlines()[-1])))
                     print(f"{engine} at {size:,}: done", flush=True)
                 corpus.unlink()
+        if args.side_by_side:
+            assert args.keep is not None
+            for engine in args.engines:
+                times = side_by_side(engine, args.sizes, args.keep, args.dsn_env, _questions(args.queries),
+                                     args.rounds)  # fmt: skip
+                side.append((engine, times))
     finally:
         if server is not None:
-            server.stop()
+            server.stop(keep=args.keep is not None)
     print("\n| engine | sections | build s | sections/s | size MB | query p50 ms | query p95 ms | peak RSS MB "
           "| same top 8 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -227,17 +277,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {engine} | {r['sections']:,} | {rate} | "
               f"{r['size_mb']:.0f} | {percentile(r['times'], 50):.2f} | {percentile(r['times'], 95):.2f} | "
               f"{r['max_rss_mb']:.0f} | {same} |")
-    if args.side_by_side:
-        targets = {size: args.keep / f"sections-{size}.sqlite3" for size in args.sizes}
-        times = side_by_side(targets, _questions(args.queries), args.rounds)
+    if side:
         print(f"\nSide by side, one process, interleaved ({args.queries} questions x {args.rounds} rounds each):")
         print("\n| engine | sections | query p50 ms | query p95 ms | p50 x previous | p95 x previous |")
         print("|---|---:|---:|---:|---:|---:|")
+    for engine, times in side:
         previous: tuple[float, float] | None = None
         for size in args.sizes:
             p50, p95 = percentile(times[size], 50), percentile(times[size], 95)
             growth = f"{p50 / previous[0]:.2f} | {p95 / previous[1]:.2f}" if previous else "– | –"
-            print(f"| embedded index | {size:,} | {p50:.2f} | {p95:.2f} | {growth} |")
+            print(f"| {engine} | {size:,} | {p50:.2f} | {p95:.2f} | {growth} |")
             previous = (p50, p95)
     return 0
 

@@ -115,8 +115,13 @@ class PostgresSettings(SourceSettings, CorpusFileSettings):
     statement_timeout_ms: int | None = Field(None, ge=1, description="per search; default: the source's timeout")
     candidate_pool: int = Field(
         10_000, ge=0,  # postgres.search.CANDIDATE_POOL
-        description="documents a search ranks at most, those holding the question's rarest words first (larger: "
-                    "more pages holding only common words are ranked, slower; 0: every match, exact, linear)")
+        description="documents a search ranks at most, those holding the question's rarest words first, a sample "
+                    "of the rarest word's when it alone has more (larger: more pages ranked, slower; 0: every "
+                    "match, exact, linear)")
+    work_mem_mb: int = Field(
+        64, ge=0,  # postgres.search.WORK_MEM_MB
+        description="memory in MB a search may use per bitmap or sort (PostgreSQL's work_mem, set per search; "
+                    "smaller bitmaps turn lossy past a few hundred thousand sections; 0: the server's setting)")
 
     def resolved_dsn(self) -> PostgresDsn:
         """The connection string from `dsn` or `dsn_env`, with its password kept out of every message."""
@@ -135,7 +140,7 @@ class PostgresSettings(SourceSettings, CorpusFileSettings):
         return build_retriever(dsn, schema=self.db_schema, config=self.text_search_config, k=k,
                                source_name=self.name, timeout_s=timeout_s,
                                statement_timeout_ms=self.statement_timeout_ms,
-                               candidate_pool=self.candidate_pool)
+                               candidate_pool=self.candidate_pool, work_mem_mb=self.work_mem_mb)
 
 
 def require_psycopg(source: str) -> None:

@@ -4,6 +4,7 @@ statement), none of which may show the connection string's password."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import logging
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
+from psycopg import sql
 
 from evident.connectors.config import Defaults, PostgresSettings, build_sources, parse_settings, postgres_dsn
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusError
@@ -137,6 +139,41 @@ def test_a_pool_that_does_not_bind_ranks_every_match(postgres: PostgresServer, t
     # Bound to the rarest word's (travel: 15 pages), the candidates are those pages, ranked by every word:
     # the exact ranking's order and scores, without the pages that lack the word.
     assert top(20) == [(url, score) for url, score in exact if int(url.split("-")[1]) % 2 == 1]
+
+
+def test_a_word_past_the_pool_is_ranked_in_a_sample_of_its_pages(postgres: PostgresServer, tmp_path: Path) -> None:
+    pages = [{"url": f"KB-{i}", "title": f"Page {i}", "text": " ".join(["travel"] * (i % 4 + 1) + ["notes"] * (i % 7))}
+             for i in range(60)]  # fmt: skip
+    raw = _source(postgres, [_write(tmp_path / "c.jsonl", pages)], _schema())
+    _refresh(raw)
+    visible = ["public", "unstated"]
+
+    def top(pool: int, k: int) -> list[tuple[str, float]]:
+        (source,), _ = build_sources([{**raw, "candidate_pool": pool, "k": k}], Defaults())
+        assert isinstance(source.retriever, PostgresRetriever)
+        return [(d.url, s) for d, s in source.retriever.search_visible("travel", visible, None)]
+
+    def key(url: str) -> int:  # schema.SAMPLE_KEY
+        return int(hashlib.md5(url.encode()).hexdigest()[:8], 16)
+
+    exact = top(0, 60)
+    assert len(exact) == 60
+    # Every page holds the one word, 60 > 20: the pages whose url key is in the range's first third are
+    # ranked, in the exact ranking's order and with its scores.
+    in_sample = [(url, score) for url, score in exact if key(url) < int(20 / 60 * 2**32)]
+    assert 8 < len(in_sample) < 60
+    assert top(20, 8) == in_sample[:8]
+    # A sample holding fewer pages than the search asks for is widened until it holds them.
+    few = top(1, 8)
+    assert len(few) == 8
+    assert few == [(url, score) for url, score in exact if (url, score) in few]
+    # Tables of an earlier version, without the sample's index, get it at their next refresh.
+    with postgres.connect() as conn:
+        conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(raw["schema"], "documents_sample")))
+    _refresh(raw)
+    with postgres.connect() as conn:
+        assert conn.execute("SELECT to_regclass(%s)", (f"{raw['schema']}.documents_sample",)).fetchone() != (None,)
+    assert top(20, 8) == in_sample[:8]
 
 
 def test_refresh_upserts_deletes_and_leaves_the_source_as_it_was_on_error(

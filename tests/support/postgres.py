@@ -47,19 +47,22 @@ class PostgresServer:
             raise RuntimeError(f"{args[0]} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
 
     @classmethod
-    def start(cls) -> PostgresServer:
+    def start(cls, kept: Path | None = None) -> PostgresServer:
+        """A new cluster in a temporary folder; with `kept`, the cluster in that folder (created when it holds
+        none), which `stop(keep=True)` leaves there for the next run (benchmarks/scale.py --keep)."""
         if not (BIN / "initdb").exists():
             raise RuntimeError(f"{BIN / 'initdb'} is missing: install Debian's postgresql (scripts/test-deps.sh)")
-        folder = Path(tempfile.mkdtemp(prefix="evident-pg-"))
-        if os.geteuid() == 0:
-            nobody = pwd.getpwnam("nobody")
-            os.chown(folder, nobody.pw_uid, nobody.pw_gid)
-        (folder / "pw").write_text(PASSWORD + "\n", encoding="utf-8")
-        if os.geteuid() == 0:
-            os.chown(folder / "pw", nobody.pw_uid, nobody.pw_gid)
+        folder = Path(tempfile.mkdtemp(prefix="evident-pg-")) if kept is None else kept
         server = cls(folder, ports.free_port())
-        server._run("initdb", "-D", str(folder / "data"), "-U", USER, f"--pwfile={folder / 'pw'}",
-                    "-A", "scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")  # fmt: skip
+        if not (folder / "data").exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "pw").write_text(PASSWORD + "\n", encoding="utf-8")
+            if os.geteuid() == 0:
+                nobody = pwd.getpwnam("nobody")
+                os.chown(folder, nobody.pw_uid, nobody.pw_gid)
+                os.chown(folder / "pw", nobody.pw_uid, nobody.pw_gid)
+            server._run("initdb", "-D", str(folder / "data"), "-U", USER, f"--pwfile={folder / 'pw'}",
+                        "-A", "scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")  # fmt: skip
         server.resume()
         return server
 
@@ -80,8 +83,9 @@ class PostgresServer:
             connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         return self.dsn(database=name)
 
-    def stop(self) -> None:
+    def stop(self, *, keep: bool = False) -> None:
         try:
             self.pause()
         finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            if not keep:
+                shutil.rmtree(self.folder, ignore_errors=True)

@@ -6,7 +6,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evident.connectors.config import PostgresSettings, parse_settings
-from evident.connectors.postgres.search import CANDIDATE_POOL, Lexeme, VisibleCounts, candidate_words
+from evident.connectors.postgres.search import (
+    CANDIDATE_POOL,
+    WORK_MEM_MB,
+    Lexeme,
+    VisibleCounts,
+    candidate_words,
+    sampled_share,
+)
 
 
 def _word(query: str, holding: int) -> Lexeme:
@@ -39,6 +46,21 @@ def test_the_pool_holds_at_most_its_bound_or_the_rarest_word(counts: list[int], 
         assert len(chosen) == len(words)
 
 
+def test_only_a_rarest_word_past_the_pool_is_sampled() -> None:
+    words = [_word("leave", 600), _word("parental", 40), _word("weeks", 300)]
+    assert sampled_share(candidate_words(words, 400), 400) == 1.0  # parental and weeks fit: every document
+    assert sampled_share(candidate_words(words, 0), 0) == 1.0  # 0: every match, never a sample
+    assert sampled_share(candidate_words(words, 10), 10) == 10 / 40  # parental alone passes the pool
+
+
+@given(st.lists(st.integers(1, 1000), min_size=1, max_size=12), st.integers(1, 5000))
+def test_a_sample_is_expected_to_hold_the_pool(counts: list[int], pool: int) -> None:
+    chosen = candidate_words([_word(f"w{i}", n) for i, n in enumerate(counts)], pool)
+    share = sampled_share(chosen, pool)
+    assert 0 < share <= 1
+    assert share == 1 or (len(chosen) == 1 and share * chosen[0].holding == pool)
+
+
 def test_counts_are_kept_per_generation_and_token_set() -> None:
     counts = VisibleCounts()
     entry = counts.entry(3, ["group:staff", "public"])
@@ -50,7 +72,8 @@ def test_counts_are_kept_per_generation_and_token_set() -> None:
     assert counts.entry(None, ["public"]) is not counts.entry(None, ["public"])
 
 
-def test_the_setting_defaults_to_the_searchs_pool() -> None:
+def test_the_settings_default_to_the_searchs_pool_and_memory() -> None:
     settings = parse_settings({"name": "pg", "type": "postgres", "dsn": "host=x", "paths": ["p"]}, 1)
     assert isinstance(settings, PostgresSettings)
     assert settings.candidate_pool == CANDIDATE_POOL
+    assert settings.work_mem_mb == WORK_MEM_MB

@@ -28,6 +28,7 @@ from evident.connectors.postgres.dsn import PostgresDsn
 from evident.connectors.postgres.refresh import embed_missing, unembedded
 from evident.connectors.postgres.search import (
     CANDIDATE_POOL,
+    WORK_MEM_MB,
     Hit,
     VisibleCounts,
     lexemes,
@@ -56,6 +57,7 @@ class PostgresRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
     text_search_config: str = "english"
     source_name: str = "postgres"
     candidate_pool: int = CANDIDATE_POOL  # documents ranked per search at most (search.candidate_words)
+    work_mem_mb: int = WORK_MEM_MB  # a search's memory per bitmap (search.snapshot)
 
     _counts: VisibleCounts = PrivateAttr(default_factory=VisibleCounts)
     _ready: set[str] = PrivateAttr(default_factory=set)  # models whose vectors this process saw complete
@@ -83,7 +85,7 @@ class PostgresRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
         """The ranking (module docstring), each document with its lexical score; raises `SourceFailure`."""
         terms, _ = weighted_terms(query)
         depth = max(self.k, TITLE_FIRST_DEPTH) if meaning is None else max(self.k, TITLE_FIRST_DEPTH, HYBRID_DEPTH)
-        with self.connections.borrowed() as conn, snapshot(conn):
+        with self.connections.borrowed() as conn, snapshot(conn, self.work_mem_mb):
             words = lexemes(conn, self.db_schema, self.text_search_config, query, visible, self._counts)
             hits = ranked(conn, self.db_schema, self.text_search_config, words, visible, depth, self.candidate_pool)
             if meaning is None:
@@ -109,10 +111,10 @@ def _windows_now(hit: Hit, meaning: QueryMeaning) -> list[Window]:
 
 
 def build_retriever(dsn: PostgresDsn, *, schema: str, config: str, k: int, source_name: str, timeout_s: float,
-                    statement_timeout_ms: int | None,
-                    candidate_pool: int = CANDIDATE_POOL) -> PostgresRetriever:  # fmt: skip
+                    statement_timeout_ms: int | None, candidate_pool: int = CANDIDATE_POOL,
+                    work_mem_mb: int = WORK_MEM_MB) -> PostgresRetriever:  # fmt: skip
     """A retriever over the source; it connects on its first search, not here."""
     statement = statement_timeout_ms if statement_timeout_ms is not None else max(1, int(timeout_s * 1000))
     connections = Connections(dsn, connect_timeout_s=timeout_s, statement_timeout_ms=statement)
     return PostgresRetriever(connections=connections, db_schema=schema, text_search_config=config, k=k,
-                             source_name=source_name, candidate_pool=candidate_pool)
+                             source_name=source_name, candidate_pool=candidate_pool, work_mem_mb=work_mem_mb)

@@ -12,6 +12,11 @@ from __future__ import annotations
 from psycopg import sql
 
 SCHEMA_VERSION = 1
+# A document's place in a search's sample of a word's documents (`search.sampled_share`): a hash of its url
+# alone, so which documents a sample holds depends on no other document. Indexed as this expression; a
+# search must write it the same way for PostgreSQL to use the index.
+SAMPLE_KEY = "('x' || left(md5({url}), 8))::bit(32)::bigint"
+SAMPLE_KEYS = 2**32  # the sample key is in [0, SAMPLE_KEYS)
 # The two keys of `pg_advisory_xact_lock(int, int)`: this constant and the hash of the schema name, so
 # two writers of one source take turns and writers of different sources do not wait for each other.
 LOCK_CLASS = 0x45564454  # "EVDT"
@@ -41,6 +46,7 @@ _DDL = (
     "ALTER TABLE {schema}.documents ALTER COLUMN tsv SET STORAGE EXTERNAL",
     "CREATE INDEX IF NOT EXISTS documents_tsv ON {schema}.documents USING gin (tsv)",
     "CREATE INDEX IF NOT EXISTS documents_acl ON {schema}.documents USING gin (acl_tokens)",
+    "CREATE INDEX IF NOT EXISTS documents_sample ON {schema}.documents ((" + SAMPLE_KEY.format(url="url") + "))",
     """CREATE TABLE IF NOT EXISTS {schema}.vectors (
         document_id bigint NOT NULL REFERENCES {schema}.documents (id) ON DELETE CASCADE,
         ordinal integer NOT NULL,
