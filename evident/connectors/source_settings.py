@@ -119,7 +119,7 @@ class PostgresSettings(SourceSettings, CorpusFileSettings):
                     "of the rarest word's when it alone has more (larger: more pages ranked, slower; 0: every "
                     "match, exact, linear)")
     work_mem_mb: int = Field(
-        64, ge=0,  # postgres.search.WORK_MEM_MB
+        64, ge=0, le=2_097_151,  # postgres.search.WORK_MEM_MB; the bound is PostgreSQL's own (2^31 - 1 kB)
         description="memory in MB a search may use per bitmap or sort (PostgreSQL's work_mem, set per search; "
                     "smaller bitmaps turn lossy past a few hundred thousand sections; 0: the server's setting)")
 
