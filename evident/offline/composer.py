@@ -107,7 +107,9 @@ def _units(part: str) -> list[tuple[str, Kind]]:
             kind = "heading"
         elif i == 0 and nxt == "item" and not raw.endswith(":"):
             kind = "item"
-        elif i == 0 and (nxt == "row" or (raw.endswith("|") and "|" in raw[:-1])):
+        elif i == 0 and "|" in raw and (nxt == "row" or (raw.endswith("|") and "|" in raw[:-1])):
+            # A row that lost its leading "| " still has the pipes between its cells; a sentence right
+            # above a table has none.
             kind = "row"
         out.append((raw, kind))
     return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from evident.context import OfflineSettings
@@ -214,6 +214,10 @@ _QUOTE_LINES = st.sampled_from(
 
 
 @settings(max_examples=150, deadline=None)
+# A sentence right above a table row, merged with the same sentence on another page, was read as the row's
+# first cell (a quote's first line loses its "| "): the table then cited that page for a row it lacks.
+@example(raw=[(POLICY, ["Annual plans can be refunded within 30 days.", "| Plan | Window |"]),
+              (BILLING, ["Annual plans can be refunded within 30 days."])])
 @given(
     st.lists(
         st.tuples(
