@@ -115,9 +115,9 @@ class PostgresSettings(SourceSettings, CorpusFileSettings):
     statement_timeout_ms: int | None = Field(None, ge=1, description="per search; default: the source's timeout")
     candidate_pool: int = Field(
         10_000, ge=0,  # postgres.search.CANDIDATE_POOL
-        description="documents a search ranks at most, those holding the question's rarest words first, a sample "
-                    "of the rarest word's when it alone has more (larger: more pages ranked, slower; 0: every "
-                    "match, exact, linear)")
+        description="documents a search ranks at most, those holding the question's rarest words first; when "
+                    "the rarest alone has more, those holding its rarest words together, else a sample of the "
+                    "rarest word's (larger: more pages ranked, slower; 0: every match, exact, linear)")
     work_mem_mb: int = Field(
         64, ge=0, le=2_097_151,  # postgres.search.WORK_MEM_MB; the bound is PostgreSQL's own (2^31 - 1 kB)
         description="memory in MB a search may use per bitmap or sort (PostgreSQL's work_mem, set per search; "

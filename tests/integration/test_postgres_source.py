@@ -176,6 +176,35 @@ def test_a_word_past_the_pool_is_ranked_in_a_sample_of_its_pages(postgres: Postg
     assert top(20, 8) == in_sample[:8]
 
 
+def test_the_rarest_words_held_together_stand_for_a_word_past_the_pool(postgres: PostgresServer,
+                                                                      tmp_path: Path) -> None:
+    # Every page says "travel", every second "passport", every third "visa": asked about all three with a pool of
+    # 10, the rarest word alone (visa, 20 pages) is past the pool, and the pages holding the two rarest words
+    # together (visa and passport, 10 pages) are ranked, in the exact ranking's order and with its scores.
+    pages = [{"url": f"KB-{i}", "title": f"Page {i}",
+              "text": " ".join(["travel"] * (i % 5 + 1) + ["passport"] * (i % 2 == 0) * (i % 4 + 1)
+                               + ["visa"] * (i % 3 == 0) * (i % 7 + 1) + ["notes"] * (i % 11))}
+             for i in range(60)]  # fmt: skip
+    raw = _source(postgres, [_write(tmp_path / "c.jsonl", pages)], _schema())
+    _refresh(raw)
+    question, visible = "visa passport travel", ["public", "unstated"]
+
+    def top(pool: int, k: int) -> list[tuple[str, float]]:
+        (source,), _ = build_sources([{**raw, "candidate_pool": pool, "k": k}], Defaults())
+        assert isinstance(source.retriever, PostgresRetriever)
+        return [(d.url, s) for d, s in source.retriever.search_visible(question, visible, None)]
+
+    exact = top(0, 60)
+    assert len(exact) == 60
+    both = [(url, score) for url, score in exact if int(url.split("-")[1]) % 6 == 0]
+    assert len(both) == 10
+    assert top(10, 8) == both[:8]
+    # Past the pool even together (pool 5: 10 pages hold all three), a sample of the rarest word's pages is.
+    sampled = top(5, 8)
+    assert len(sampled) == 8
+    assert sampled == [(url, score) for url, score in exact if (url, score) in sampled]
+
+
 def test_refresh_upserts_deletes_and_leaves_the_source_as_it_was_on_error(
     postgres: PostgresServer, tmp_path: Path
 ) -> None:

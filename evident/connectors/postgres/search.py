@@ -22,11 +22,14 @@ Two things keep a search from growing with the corpus:
   word (`candidate_words`): the documents holding the question's rarest words, taken rarest first while
   their counts add up to at most `pool`. When every word fits, the pool is every match and the ranking is
   exact; otherwise a page holding only the question's commonest words, which weigh least, is not ranked.
-  When even the rarest word alone has more documents than `pool`, a sample of them stands for them all
-  (`sampled_share`): those whose url hashes below `pool / count` of the key range, found by an index
-  (`schema.SAMPLE_KEY`), so the rows read stay near `pool` however common the word is. The pool is chosen
-  from the caller's counts and each document's own url only, so it too depends on nothing the caller may
-  not see.
+  When even the rarest word alone has more documents than `pool`, the documents holding all of the fewest
+  rarest words that together leave between the search's depth and `pool` of them are ranked
+  (`together`): a page lacking one of the question's rarest words rarely outranks those holding them all.
+  When no such words are found, a sample stands for the rarest word's documents (`sampled_share`): those
+  whose url hashes below `pool / count` of the key range, found by an index (`schema.SAMPLE_KEY`), so the
+  rows read stay near `pool` however common the word is. The pool is chosen from the caller's counts, the
+  documents the caller may see and each document's own url only, so it too depends on nothing the caller
+  may not see.
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ MAX_WORDS = 32  # a question's words searched at most: bounds the cost of one qu
 # The documents a search ranks at most (the `candidate_pool` setting; `candidate_words`): larger ranks more
 # pages holding only common words, at a cost that grows with it (about 20 µs a document on 2 cores).
 CANDIDATE_POOL = 10_000
+# The most of the question's rarest words a search asks to be held together (`together`): each one more is
+# one more count of up to `pool` documents, and past four a question's words are common ones.
+TOGETHER_MAX = 4
 # A search's memory per bitmap (the `work_mem_mb` setting): the bitmaps of a common word, of the caller's
 # documents and of a sample (`ranked`) keep an entry of about 50 bytes per table page they touch (1,000,000
 # sections: 191,000 pages); past PostgreSQL's default 4 MB they turn lossy, and every row of a lossy page is
@@ -198,12 +204,17 @@ def sampled_share(words: Sequence[Lexeme], pool: int) -> float:
 def ranked(conn: psycopg.Connection, schema: str, config: str, words: Sequence[Lexeme], visible: Sequence[str],
            depth: int, pool: int = CANDIDATE_POOL) -> list[Hit]:  # fmt: skip
     """The caller's `depth` best documents for `words` among the candidates of `pool` (`candidate_words`,
-    `sampled_share`), best first (ties by url). A sample holding fewer than `depth` of the caller's
-    documents is widened fourfold until it holds them or is whole, so a search never comes back short."""
+    `together`, `sampled_share`), best first (ties by url). A sample holding fewer than `depth` of the
+    caller's documents is widened fourfold until it holds them or is whole, so a search never comes back
+    short."""
     if not words or depth <= 0:
         return []
     candidates = candidate_words(words, pool)
     share = sampled_share(candidates, pool)
+    if share < 1.0:
+        rarest = together(conn, schema, words, visible, depth, pool)
+        if rarest:
+            return _ranked(conn, schema, words, rarest, visible, depth, 1.0, every=True)
     while True:
         hits = _ranked(conn, schema, words, candidates, visible, depth, share)
         if len(hits) >= depth or share >= 1.0:
@@ -211,8 +222,30 @@ def ranked(conn: psycopg.Connection, schema: str, config: str, words: Sequence[L
         share = min(1.0, share * 4)
 
 
+def together(conn: psycopg.Connection, schema: str, words: Sequence[Lexeme], visible: Sequence[str], depth: int,
+             pool: int) -> list[Lexeme]:  # fmt: skip
+    """The fewest of the question's rarest words (two to TOGETHER_MAX of them, rarest first) that the caller's
+    documents hold all together in at most `pool` documents, when those are at least `depth`; [] otherwise.
+    Each count stops at `pool + 1` documents, and each word more reads one more word's index entries, so a
+    try costs about what ranking `pool` documents does."""
+    rarest = sorted(words, key=lambda w: (w.holding, w.query))
+    query = sql.SQL(
+        "SELECT count(*) FROM (SELECT 1 FROM {documents} d WHERE d.tsv @@ %(all)s::tsquery"
+        " AND d.acl_tokens && %(visible)s::text[] LIMIT %(limit)s) holding"
+    ).format(documents=table(schema, "documents"))
+    for n in range(2, min(len(rarest), TOGETHER_MAX) + 1):
+        row = conn.execute(query, {"all": " & ".join(f"({w.query})" for w in rarest[:n]), "visible": list(visible),
+                                   "limit": pool + 1}).fetchone()  # fmt: skip
+        holding = int(row[0]) if row else 0
+        if holding <= pool:
+            return rarest[:n] if holding >= depth else []
+    return []
+
+
 def _ranked(conn: psycopg.Connection, schema: str, words: Sequence[Lexeme], candidates: Sequence[Lexeme],
-            visible: Sequence[str], depth: int, share: float) -> list[Hit]:  # fmt: skip
+            visible: Sequence[str], depth: int, share: float, every: bool = False) -> list[Hit]:  # fmt: skip
+    """The ranking over the documents holding any of `candidates` (`every`: all of them), in a sample of
+    `share` of them."""
     # One ts_rank per lexeme, each over the tsquery parsed once: PostgreSQL computes it for every matching
     # document, so nothing per row may be more than it must.
     terms = sql.SQL(" + ").join(
@@ -230,7 +263,8 @@ def _ranked(conn: psycopg.Connection, schema: str, words: Sequence[Lexeme], cand
         " ORDER BY score DESC, d.url LIMIT %(depth)s"
     ).format(columns=sql.SQL(", ").join(sql.Identifier("d", c) for c in _COLUMNS), terms=terms,
              documents=table(schema, "documents"), sample=sample)  # fmt: skip
-    rows = conn.execute(query, {"any": " | ".join(f"({w.query})" for w in candidates), "visible": list(visible),
+    joiner = " & " if every else " | "
+    rows = conn.execute(query, {"any": joiner.join(f"({w.query})" for w in candidates), "visible": list(visible),
                                 "depth": depth}).fetchall()  # fmt: skip
     return [Hit(int(row[0]), document(row[1:8]), float(row[8])) for row in rows]
 
