@@ -213,10 +213,10 @@ class EvidentContext(CorpusFileSettings):
     # The offline engine's answerability gate (evident/offline/answerability.py), from the tune split's
     # trade-off curve (benchmarks/abstention.py, docs/evaluation.md).
     answer_meaning_weight: float = Field(
-        0.7, ge=0.0, le=1.0, description="Share of a window's cosine to the query (at most its coverage of "
-        "the question's words) in the offline engine's answerability; the rest is that coverage.")
+        0.7, ge=0.0, le=1.0, description="Share of a window's cosine to the query in the offline engine's "
+        "answerability; the rest is its coverage of the question's words (a window sharing no word scores 0).")
     answer_gate: float = Field(
-        0.31, ge=0.0, le=1.0, description="Answerability the offline engine needs to answer when the text was "
+        0.38, ge=0.0, le=1.0, description="Answerability the offline engine needs to answer when the text was "
         "retrieved by meaning; below it, 'Not sufficient information to answer.'")
     answer_words_gate: float = Field(
         0.32, ge=0.0, le=1.0, description="Coverage of the question's words the offline engine needs to answer "

@@ -7,15 +7,15 @@ count only where they match, so sentences about the asker's situation do not low
 retrieval by meaning attached them (`SEMANTIC_WINDOWS`), its best cosine to the query. Its
 answerability is
 
-    (1 - meaning_weight) * coverage + meaning_weight * min(cosine, coverage)    read by meaning
-    coverage                                                                    read by words alone
+    (1 - meaning_weight) * coverage + meaning_weight * cosine    read by meaning (0 if coverage is 0)
+    coverage                                                      read by words alone
 
 and the engine answers when the best window reaches `gate` (read by meaning) or `words_gate` (read by
-words alone). Meaning only ever lowers what the words found: a window whose words cover the question
-but whose text means something else ("the rate limit of the REST API" for one about GraphQL's) falls
-below the gate, while a window that shares no word with the question has answerability 0 whatever its
-cosine, so meaning alone never passes. Pure Python, no framework imports; benchmarks/abstention.py
-draws the curve the settings come from.
+words alone). Meaning lifts a window that says what is asked in other words (the asker's "husband",
+the page's "spouse") and lowers one whose words match but whose text means something else; a window
+that shares no word with the question has answerability 0 whatever its cosine, so meaning alone never
+passes. Pure Python, no framework imports; benchmarks/abstention.py draws the curve the settings come
+from (docs/evaluation.md, "Abstention").
 """
 
 from __future__ import annotations
@@ -68,10 +68,9 @@ ALWAYS = AnswerGate(DEFAULT_GATE.meaning_weight, gate=0.0, words_gate=0.0)
 
 def answerability(evidence: Evidence, meaning_weight: float) -> float:
     """The window's answerability (0..1) of the module docstring."""
-    if evidence.cosine is None:
+    if evidence.cosine is None or evidence.coverage <= 0.0:
         return evidence.coverage
-    meaning = min(max(evidence.cosine, 0.0), evidence.coverage)
-    return (1.0 - meaning_weight) * evidence.coverage + meaning_weight * meaning
+    return (1.0 - meaning_weight) * evidence.coverage + meaning_weight * max(evidence.cosine, 0.0)
 
 
 def best_answerability(windows: Iterable[Evidence], meaning_weight: float) -> float:

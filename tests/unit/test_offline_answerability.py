@@ -3,8 +3,9 @@
 The cosines are all-MiniLM-L6-v2's for these sentences and messages (the local model's, rounded), handed
 in as a retrieval by meaning attaches them (`SEMANTIC_WINDOWS`). What is pinned: sentences about the
 asker's situation before the question lower its cosine but not its coverage, and do not flip an
-answerable question to a refusal; meaning alone (no word shared with the question) never passes; a question the
-page is related to but does not answer is refused, by meaning and by words alike.
+answerable question to a refusal; a question put in other words than the page's is answered by meaning where the
+words alone refuse it; meaning alone (no word shared with the question) never passes; a question the page is
+related to but does not answer is refused, by meaning and by words alike.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ SENTENCES = (ANNUAL, EXPIRY, SICK, TRAVEL, PETS)
 CONTENT = f"# Time off\n\n{ANNUAL} {EXPIRY}\n\n## Sick leave\n\n{SICK}\n\n## Travel\n\n{TRAVEL}\n\n## Pets\n\n{PETS}\n"
 
 QUESTION = "How many days of annual leave do I get?"
+# Only "days" of it is on the page: "vacation" and "company" are the page's "annual leave" and "Employees".
+PARAPHRASE = "How many vacation days does the company give?"
 ONE_SCENARIO = "We are moving house next month with our two cats and a piano. "
 TWO_SCENARIOS = ONE_SCENARIO + "My partner starts a new job in Porto and our daughter changes school. "
 # Cosines of (ANNUAL, EXPIRY, SICK, TRAVEL, PETS) to each message.
@@ -33,6 +36,7 @@ COSINES = {
     ONE_SCENARIO + QUESTION: (0.542, 0.321, 0.345, 0.143, 0.327),
     TWO_SCENARIOS + QUESTION: (0.556, 0.280, 0.333, 0.148, 0.291),
     "How many weeks of paternity leave do fathers get?": (0.369, 0.236, 0.259, -0.015, 0.113),
+    PARAPHRASE: (0.617, 0.474, 0.408, 0.272, 0.325),
 }
 
 
@@ -63,10 +67,22 @@ def test_meaning_alone_does_not_pass() -> None:
     assert all(e.coverage == 0.0 for e in window_evidence(message, [page], 0.4))
     assert extract_passages(message, [page], semantic_weight=0.4) == []
     assert extract_passages(message, [page], semantic_weight=1.0) == []
-    # Blended as it is, such a cosine would pass: meaning counts only up to what the words cover.
+    # Blended as it is, such a cosine would pass: a window sharing no word scores 0.
     assert DEFAULT_GATE.meaning_weight * 0.9 >= DEFAULT_GATE.gate
     assert answerability(Evidence(0.0, 0.9), DEFAULT_GATE.meaning_weight) == 0.0
-    assert answerability(Evidence(0.5, 0.9), DEFAULT_GATE.meaning_weight) == pytest.approx(0.5)
+    assert answerability(Evidence(0.5, 0.9), DEFAULT_GATE.meaning_weight) == pytest.approx(0.3 * 0.5 + 0.7 * 0.9)
+
+
+def test_a_question_in_other_words_is_answered_by_meaning() -> None:
+    page = _page(COSINES[PARAPHRASE])
+    best = window_evidence(PARAPHRASE, [page], 0.4)[0]
+    # The words alone cover too little of it to answer ...
+    assert best.coverage < DEFAULT_GATE.words_gate
+    assert extract_passages(PARAPHRASE, [_page()]) == []
+    # ... the cosine says the leave sentence is what is asked.
+    assert answerability(best, DEFAULT_GATE.meaning_weight) >= DEFAULT_GATE.gate
+    passages = extract_passages(PARAPHRASE, [page], semantic_weight=0.4)
+    assert passages and passages[0].content.startswith(ANNUAL)
 
 
 def test_meaning_lowers_a_window_whose_words_match_but_whose_text_means_something_else() -> None:
