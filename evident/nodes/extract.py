@@ -68,8 +68,8 @@ def _offline(state: EvidentState, docs: Sequence[SourceDocument], ctx: EvidentCo
     rewrite = state.get("rewrite")
     if rewrite is not None and rewrite.turns > 0:
         # The meaning gate is calibrated on first questions (benchmarks/abstention.py); the development
-        # set has no unanswerable follow-up to calibrate it on, and read by meaning it refused 4.6% of
-        # doc2dial's answerable follow-ups against 3.2% by words. A turn of a conversation is gated by words.
+        # set has no unanswerable follow-up to calibrate it on, and read by meaning it refuses 4.5% of
+        # doc2dial's answerable tune follow-ups against 2.6% by words. A turn of a conversation is gated by words.
         gate = gate.by_words()
     passages = extract_passages(state["query"], docs, max_passages=ctx.max_passages,
                                 semantic_weight=ctx.semantic_weight, gate=gate, settings=ctx.offline)
