@@ -221,8 +221,9 @@ def candidate_windows(
             if scorer.total > 0:
                 own = scorer.raw(u.terms, u.pairs)
                 full = own + under_heading(scorer, doc_units, u, d)
-            if meaning:
-                cosine[(d, u.idx)] = unit_cosine(meaning[d], u.start, u.end)
+            read = unit_cosine(meaning[d], u.start, u.end) if meaning else None
+            if read is not None:
+                cosine[(d, u.idx)] = read
             if full > 0:
                 heads = heading_terms(scorer, doc_units, u, d)
                 scores[(d, u.idx)] = window_score(scorer, d, full, own, u.terms, heads, len(u.key))
@@ -258,18 +259,22 @@ def candidate_windows(
             windows.append(w)
             opened.add(d)
     if meaning and windows:
-        best = [max((cosine.get((w.doc, k), 0.0) for k in range(w.first, w.last + 1)), default=0.0)
-                for w in windows]  # fmt: skip
-        for w, score, cos in zip(windows, fuse([w.score for w in windows], best, semantic_weight), best, strict=True):
+        # A window none of whose units meaning read (past a remote page's embedded opening) has no
+        # cosine: the gate reads its words, as it reads a page retrieved by words alone.
+        best = [max((c for k in range(w.first, w.last + 1) if (c := cosine.get((w.doc, k))) is not None),
+                    default=None) for w in windows]  # fmt: skip
+        fused = fuse([w.score for w in windows], [cos or 0.0 for cos in best], semantic_weight)
+        for w, score, cos in zip(windows, fused, best, strict=True):
             w.score = score
-            w.cosine = cos if meaning[w.doc] else None
+            w.cosine = cos
     windows.sort(key=lambda w: (-w.score, w.doc, w.first))
     return scorer, units, windows
 
 
-def unit_cosine(windows: Sequence[Window], start: int, end: int) -> float:
-    """The best cosine among the embedded windows that overlap the text `[start, end)`."""
-    return max((c for s, e, c in windows if s < end and start < e), default=0.0)
+def unit_cosine(windows: Sequence[Window], start: int, end: int) -> float | None:
+    """The best cosine among the embedded windows that overlap the text `[start, end)`; None when no
+    embedded window does (meaning did not read it)."""
+    return max((c for s, e, c in windows if s < end and start < e), default=None)
 
 
 def address_score(

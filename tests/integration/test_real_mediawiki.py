@@ -28,6 +28,9 @@ from evident.cli import app
 from evident.connectors.remote.docs_index import pages_path, read_pages
 from evident.connectors.remote.mediawiki import MediaWikiRetriever
 from evident.connectors.source import AccessReport, SourceFailure
+from evident.context import EvidentContext
+from evident.embeddings.meaning import SEMANTIC_WINDOWS
+from evident.graph import graph
 from evident.models import Principal
 from tests.support.wiki_servers import MEDIAWIKI_HOME, RealMediaWiki
 
@@ -42,6 +45,13 @@ PAGES = {
     **{f"Runbook {i:02d}": f"This runbook covers service {i}.\n\n== Steps ==\n"
        "Rotate the signing credentials and record the rotation in the audit ledger." for i in range(1, RUNBOOKS + 1)},
 }
+# A long page whose answer lies past the opening windows that a remote page has embedded
+# (evident/connectors/rerank.py, MAX_WINDOWS): about 700 words before it.
+PARKING = "Visitor parking in the garage is validated at the front desk for up to four hours."
+PAGES["Office handbook"] = " ".join(
+    f"Chapter {i} of this handbook describes the kitchen, the mail room and the printers on floor {i}."
+    for i in range(1, 41)
+) + f"\n\n== Parking ==\n{PARKING}"
 # What a reader sees of each page, as plain text (the words the answers must quote).
 DEPLOY_TEXT = ("Every deploy to production needs a green build and an approved change ticket. "
                "Deploys are frozen on Fridays after 15:00.")
@@ -217,6 +227,32 @@ check_read_rights = true
     denied = ask("--user", "Mallory")
     assert denied["status"] == "insufficient" and denied["citations"] == [] and denied["retrieved"] == []
 
+
+
+@pytest.mark.embeddings
+def test_an_answer_past_the_embedded_opening_of_a_long_page(wiki: RealMediaWiki, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Meaning reads a remote page's opening windows only; the text past them is judged by its words.
+    # Before, its cosine counted as 0 and the answerability gate refused the question.
+    (tmp_path / "evident.toml").write_text(f"""
+[[sources]]
+name = "wiki"
+type = "mediawiki"
+url = "{wiki.api_url}"
+text = "parse"
+username_env = "WIKI_BOT_USER"
+password_env = "WIKI_BOT_PASSWORD"
+""", encoding="utf-8")
+    monkeypatch.setenv("WIKI_BOT_USER", wiki.bot.user)
+    monkeypatch.setenv("WIKI_BOT_PASSWORD", wiki.bot.password)
+    ctx = EvidentContext.from_env(tmp_path / "evident.toml")
+    out = graph.invoke({"query": "How long is visitor parking validated at the front desk?"}, context=ctx)
+    handbook = next(d for d in out["documents"] if d.title == "Office handbook")
+    read = handbook.metadata[SEMANTIC_WINDOWS]
+    start = handbook.content.index(PARKING)
+    assert read and all(end <= start for _, end, _ in read)  # read by meaning, but not as far as the answer
+    assert out["status"] == "answered", out["answer"]
+    assert any(PARKING in c.quote for c in out["citations"])
 
 
 @pytest.mark.filterwarnings("ignore:`langchain-community` is being sunset:DeprecationWarning")

@@ -100,6 +100,20 @@ def test_windows_that_do_not_fit_the_text_are_not_read() -> None:
         assert extract_passages(QUESTION, [_page(broken)], semantic_weight=0.4) == lexical, broken
 
 
+def test_text_past_the_embedded_windows_is_read_by_its_words() -> None:
+    # A remote page is embedded by its opening windows only; the answer below them has no cosine. It is
+    # gated by its words, as a page retrieved by words alone is, not as a cosine of 0.
+    opening = " ".join(f"Chapter {i} covers the kitchen and the printers." for i in range(1, 30))
+    content = f"{opening}\n\n## Rotation\n\n{GRACE}\n"
+    page = _page([[0, len(opening) // 2, 0.12], [len(opening) // 2, len(opening), 0.10]], content=content)
+    question = "What is the default grace period after a rotation?"
+    best = window_evidence(question, [page], 0.4)[0]
+    assert best.cosine is None and best.coverage >= DEFAULT_GATE.words_gate
+    hybrid = extract_passages(question, [page], semantic_weight=0.4)
+    assert _texts(hybrid)[:1] == [GRACE]
+    assert hybrid == extract_passages(question, [_page(content=content)], semantic_weight=0.4)
+
+
 def test_meaning_alone_never_passes_the_gate() -> None:
     everything_means_it = [[*_span(HOW_TO), 0.99], [*_span(GRACE), 0.99], [*_span(LISTED), 0.99]]
     page = _page(everything_means_it)
