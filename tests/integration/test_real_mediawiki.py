@@ -73,6 +73,20 @@ def retriever(wiki: RealMediaWiki, bot: bool = True, **kw: Any) -> MediaWikiRetr
     )
 
 
+def write_config(wiki: RealMediaWiki, path: Path, check_read_rights: bool = False) -> None:
+    """An evident.toml with the wiki as its one source, read in parse mode by the bot's account."""
+    rights = "check_read_rights = true\n" if check_read_rights else ""
+    path.write_text(f"""
+[[sources]]
+name = "wiki"
+type = "mediawiki"
+url = "{wiki.api_url}"
+text = "parse"
+username_env = "WIKI_BOT_USER"
+password_env = "WIKI_BOT_PASSWORD"
+{rights}""", encoding="utf-8")
+
+
 def api_calls(wiki: RealMediaWiki, since: int) -> list[dict[str, str]]:
     """The query strings of the API requests the wiki served after log offset `since`."""
     calls = []
@@ -193,16 +207,7 @@ def test_read_rights_are_the_wikis(wiki: RealMediaWiki) -> None:
 
 
 def test_ask_answers_from_the_wiki_with_exact_spans(wiki: RealMediaWiki, tmp_path: Path) -> None:
-    (tmp_path / "evident.toml").write_text(f"""
-[[sources]]
-name = "wiki"
-type = "mediawiki"
-url = "{wiki.api_url}"
-text = "parse"
-username_env = "WIKI_BOT_USER"
-password_env = "WIKI_BOT_PASSWORD"
-check_read_rights = true
-""", encoding="utf-8")
+    write_config(wiki, tmp_path / "evident.toml", check_read_rights=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVIDENT_", "OPENAI_", "LANGSMITH_"))}
     env.update({"WIKI_BOT_USER": wiki.bot.user, "WIKI_BOT_PASSWORD": wiki.bot.password})
 
@@ -234,15 +239,7 @@ def test_an_answer_past_the_embedded_opening_of_a_long_page(wiki: RealMediaWiki,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     # Meaning reads a remote page's opening windows only; the text past them is judged by its words.
     # Before, its cosine counted as 0 and the answerability gate refused the question.
-    (tmp_path / "evident.toml").write_text(f"""
-[[sources]]
-name = "wiki"
-type = "mediawiki"
-url = "{wiki.api_url}"
-text = "parse"
-username_env = "WIKI_BOT_USER"
-password_env = "WIKI_BOT_PASSWORD"
-""", encoding="utf-8")
+    write_config(wiki, tmp_path / "evident.toml")
     monkeypatch.setenv("WIKI_BOT_USER", wiki.bot.user)
     monkeypatch.setenv("WIKI_BOT_PASSWORD", wiki.bot.password)
     ctx = EvidentContext.from_env(tmp_path / "evident.toml")
