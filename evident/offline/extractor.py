@@ -322,19 +322,20 @@ def extract_passages(
     caller then answers "not sufficient information".
 
     `semantic_weight`: the share of meaning in the windows' ranking, for documents retrieved by meaning
-    (`candidate_windows`); 0 ranks by words alone. `secondary_score_ratio`: the share of the best
-    window's score another window needs (unless it says more on the best window's page).
+    (`candidate_windows`); 0 ranks by words alone. `secondary_score_ratio`: the share of the best-ranked
+    window's score another window needs (unless it says more on the page the answer leads with).
     """
     if max_passages <= 0 or not documents:
         return []
     scorer, units, windows = candidate_windows(query, documents, semantic_weight, settings)
     if not windows:
         return []
-    if not any(gate.admits(w.evidence) for w in windows):
+    # The answer leads with a window the gate admits: the best-ranked one whose words cover enough,
+    # else the best-ranked one. Never with one it refuses, whose words matched and meaning did not.
+    admitted = [w for w in windows if gate.admits(w.evidence)]
+    if not admitted:
         return []
-    # The gate decides whether to answer; the answer leads as the words choose when they cover enough.
-    best = next((w for w in windows if w.coverage >= gate.words_gate), None) or next(
-        w for w in windows if gate.admits(w.evidence))
+    best = next((w for w in admitted if w.coverage >= gate.words_gate), admitted[0])
 
     chosen: list[tuple[int, int, int]] = []  # (document, first unit, last unit), best first
     per_doc: dict[int, int] = {}
@@ -346,7 +347,7 @@ def extract_passages(
             # The coverage floor keeps out another page's text that meets a stray part of the
             # question; the page the answer leads with is on its topic already.
             (w.coverage < gate.words_gate * SECONDARY_COVERAGE_RATIO and w.doc != best.doc)
-            or (w.score < secondary_score_ratio * best.score and not _says_more(w, best))
+            or (w.score < secondary_score_ratio * windows[0].score and not _says_more(w, best))
             # One shared word ("team") is a coincidence; the first window already answers it.
             or w.matched < min(2, len(scorer.weights))
         ):

@@ -114,6 +114,28 @@ def test_text_past_the_embedded_windows_is_read_by_its_words() -> None:
     assert hybrid == extract_passages(question, [_page(content=content)], semantic_weight=0.4)
 
 
+def test_the_answer_never_leads_with_a_window_the_gate_refuses() -> None:
+    # "left" is the question's rarest word, and a rate-limit table holds it: by words that window covers
+    # enough to lead, but it means nothing of the question, and the gate refuses it. The laptop page's
+    # sentence means the question (it was admitted) and is what the answer leads with, and here holds.
+    question = "I left my laptop in a taxi, what should I do?"
+    lost = "A lost or stolen laptop is a security incident."
+    setup = ["Your laptop arrives enrolled in device management.", "Restart your laptop once a week.",
+             "Return the old laptop within ten days."]
+
+    def page(url: str, sentences: list[tuple[str, float]]) -> SourceDocument:
+        content = "\n\n".join(s for s, _ in sentences) + "\n"
+        return _page([[*_span(s, content), c] for s, c in sentences], content=content, url=url)
+
+    limits = page("https://docs.example/limits", [("Requests left in the current window.", 0.05),
+                                                  ("Retry after the window resets.", 0.03)])
+    laptop = page("https://docs.example/laptop", [(setup[0], 0.30), (lost, 0.55), (setup[1], 0.25), (setup[2], 0.28)])
+    refused, admitted = window_evidence(question, [laptop, limits], 0.4)[:2]
+    assert refused.coverage >= DEFAULT_GATE.words_gate and not DEFAULT_GATE.admits(refused)
+    assert DEFAULT_GATE.admits(admitted)
+    assert _texts(extract_passages(question, [laptop, limits], semantic_weight=0.4)) == [lost]
+
+
 def test_meaning_alone_never_passes_the_gate() -> None:
     everything_means_it = [[*_span(HOW_TO), 0.99], [*_span(GRACE), 0.99], [*_span(LISTED), 0.99]]
     page = _page(everything_means_it)
