@@ -44,7 +44,7 @@ class CandidateWindow:
     end: int
     # The first unit quoted: `first`, or the page's opening heading right above it (`opening_heading`).
     lead: int
-    # The best cosine of its units to the query; None when its page was not read by meaning.
+    # The best cosine of its units to the query; None when meaning read none of them.
     cosine: float | None = None
 
     @property
@@ -201,7 +201,8 @@ def candidate_windows(
     `evident.embeddings.meaning.fuse` of their lexical score and their cosine: a sentence that says
     what was asked in other words ranks above where its words alone put it, though one that shares no
     word with the query scores at most `semantic_weight` of the best and cannot lead (docs/embeddings.md).
-    Coverage, and so the abstention, stays lexical."""
+    Coverage stays lexical; the answerability gate blends it with the window's cosine
+    (`evident.offline.answerability`)."""
     analysed = analyse_pages([d.content for d in documents])
     units = [a.units for a in analysed]
     scorer = Scorer(query, analysed, documents, settings)
@@ -261,8 +262,8 @@ def candidate_windows(
     if meaning and windows:
         # A window none of whose units meaning read (past a remote page's embedded opening) has no
         # cosine: the gate reads its words, as it reads a page retrieved by words alone.
-        best = [max((c for k in range(w.first, w.last + 1) if (c := cosine.get((w.doc, k))) is not None),
-                    default=None) for w in windows]  # fmt: skip
+        best = [max((cosine[w.doc, k] for k in range(w.first, w.last + 1) if (w.doc, k) in cosine), default=None)
+                for w in windows]  # fmt: skip
         fused = fuse([w.score for w in windows], [cos or 0.0 for cos in best], semantic_weight)
         for w, score, cos in zip(windows, fused, best, strict=True):
             w.score = score
