@@ -42,8 +42,6 @@ class QuotedSentence:
     parent: int | None = None
     # A continuation ranks with the sentence it continues when the answer must be cut.
     carried: float = 0.0
-    # After the last sentence of its passage that shares a question word.
-    tail: bool = False
     # A sentence merged into an earlier passage's copy, or text the quote left out ("…"), came right
     # before it: the sentence before it in the list is not the one before it in the source.
     after_gap: bool = False
@@ -182,14 +180,15 @@ def _rank(s: QuotedSentence, decay: float) -> tuple[bool, bool, bool, float, int
 
 def _continues(prev: QuotedSentence | None, s: QuotedSentence) -> bool:
     """`s` reads on from `prev`, the sentence right before it in the same quote: an item under its
-    label, the text under a heading, the answer after a question ("Yes.", "Nothing."), the end of the
-    best passage, or a sentence opening with "This", "It"..."""
+    label, the text under a heading, the answer after a question ("Yes.", "Nothing."), any sentence
+    of the best passage, or a sentence opening with "This", "It"..."""
     if prev is None or prev.passage != s.passage or prev.order != s.order - 1:
         return False
-    # The best passage (the extractor's first window, at most a short paragraph) is read to its end:
-    # "Learn more below to see whether you qualify." completes it even without a question word. An
-    # aside between its on-topic sentences ("The canteen opens at 8:00.") is not.
-    if s.lead and s.tail:
+    # The best passage (the extractor's first window, at most a short paragraph) is read whole: the
+    # sentence between two on-topic ones often says what to do in other words than the question's
+    # ("Report it to security within one hour"), and "Learn more below to see whether you qualify."
+    # completes it even without a question word.
+    if s.lead:
         return True
     ends = prev.text.rstrip("\"'”’)")
     if s.parent is not None or ends.endswith((":", "?", "？")) or not ends.endswith((".", "!", ";", "。", "！")):
@@ -317,12 +316,6 @@ def _select(
         best[s.passage] = max(best.get(s.passage, 0.0), s.relevance)
     # After the labels lent their relevance (they are found by position in the full list).
     sentences = _unsaid(sentences, said)
-    last_relevant: dict[int, int] = {}
-    for s in sentences:
-        if s.relevance > 0:
-            last_relevant[s.passage] = s.order
-    for s in sentences:
-        s.tail = s.order > last_relevant.get(s.passage, -1)
     # The extractor's best window ranked first on more than the question's words (the heading above
     # it, the page's rank): it leads the answer, kept whole.
     for s in sentences:

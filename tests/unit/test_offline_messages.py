@@ -128,11 +128,14 @@ def test_abstains_when_the_retrieved_text_does_not_address_the_question() -> Non
 
 
 def test_answers_stay_short_and_on_topic_unless_a_sentence_continues_the_last() -> None:
+    best = "Parental leave is paid by the company."
     quote = ("Parental leave lasts 16 weeks at full pay. It can be split into two blocks. "
              "The canteen opens at 8:00. Parental leave starts on the day you choose.")
-    answer = compose_answer("How long does parental leave last?", [decision("hr/leave.md", quote)])
+    answer = compose_answer("How long does parental leave last?",
+                            [decision("hr/pay.md", best), decision("hr/leave.md", quote)])
     assert "It can be split into two blocks." in answer  # continues the sentence before it
-    assert "canteen" not in answer
+    # An aside in a passage after the best one is left out; the best passage is read whole (below).
+    assert "canteen" not in answer and "Parental leave starts on the day you choose." in answer
     many = " ".join(f"Parental leave rule {i} applies to leave taken in block {i}." for i in range(1, 9))
     long_answer = compose_answer("Which parental leave rules apply?", [decision("hr/leave.md", many)])
     # Sentences as on-topic as the best one make a longer answer, never a page.
@@ -144,6 +147,28 @@ def test_answers_stay_short_and_on_topic_unless_a_sentence_continues_the_last() 
                            [decision("hr/leave.md", "Parental leave rules apply to all employees."), *weaker])
     assert usual.count("[") == SETTINGS.max_sentences < SETTINGS.max_long_sentences
     assert usual.startswith("Parental leave rules apply to all employees. [hr/leave.md]")
+
+
+LAPTOP = SourceDocument(
+    url="it/laptop.md", title="Laptops",
+    content=(
+        "# Laptops\n\n"
+        "Every employee gets a laptop on the first day. Restart it once a week for updates.\n\n"
+        "## Lost or stolen\n\n"
+        "A lost or stolen laptop is a security incident. Report it to security@example.com within one "
+        "hour of noticing. IT can lock and wipe the laptop remotely.\n"
+    ),
+)
+
+
+def test_the_best_passage_is_read_whole() -> None:
+    # The sentence that says what to do shares no word with the question; it sits between two that do.
+    query = "I lost my laptop on the train, what now?"
+    passages = extract_passages(query, [LAPTOP, CANTEEN])
+    assert passages and passages[0].content.startswith("A lost or stolen laptop")
+    answer = compose_answer(query, [decision(p.url, p.content) for p in passages])
+    assert "Report it to security@example.com within one hour of noticing." in answer
+    assert answer.index("security incident") < answer.index("Report it") < answer.index("wipe the laptop")
 
 
 def test_yes_after_a_question_is_kept_as_its_answer() -> None:
