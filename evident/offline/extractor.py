@@ -26,8 +26,7 @@ __all__ = [
 
 # A paragraph of at most this many sentences is one thought, quoted whole from any of them.
 SHORT_PARAGRAPH = 2
-# Windows after the first need less coverage (multi-part questions) but must stay near the best one.
-SECONDARY_COVERAGE_RATIO = 0.5
+# A window after the first must score at least this share of the best one (see `_says_more`).
 SECONDARY_SCORE_RATIO = 0.5
 _SENTENCE_END = (".", "!", "?", ":", ";", "。", "！", "？")
 
@@ -345,10 +344,7 @@ def extract_passages(
         if len(chosen) >= max_passages:
             break
         if w is not best and (
-            # The coverage floor keeps out another page's text that meets a stray part of the
-            # question; the page the answer leads with is on its topic already.
-            (w.coverage < gate.words_gate * SECONDARY_COVERAGE_RATIO and w.doc != best.doc)
-            or (w.score < secondary_score_ratio * windows[0].score and not _says_more(w, best))
+            (w.score < secondary_score_ratio * windows[0].score and not _says_more(w, best))
             # One shared word ("team") is a coincidence; the first window already answers it.
             or w.matched < min(2, len(scorer.weights))
         ):

@@ -1,5 +1,5 @@
 """Offline extractor: how far a window reaches and which windows are kept (docs/evaluation.md, rules 40,
-41, 45 and 48-52)."""
+41, 45, 48-50 and 52; rule 51, a coverage floor for other pages' windows, was removed on 2026-12-06)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from evident.alignment.models import SourceDocument
 from evident.offline.answerability import DEFAULT_GATE
 from evident.offline.composer import compose_answer
 from evident.offline.extractor import (
-    SECONDARY_COVERAGE_RATIO,
     candidate_windows,
     extract_passages,
     join_openings,
@@ -218,22 +217,6 @@ def test_the_lead_page_text_covering_more_of_the_question_is_kept_under_half_the
     lead = SourceDocument(url="KB-8", title="Plates", content=f"{TRANSFER_LEAD}\n\n{TRANSFER_OTHER}")
     other = SourceDocument(url="KB-9", title="Plates", content=TRANSFER_ITEMS)
     assert [p.url for p in extract_passages(TRANSFER_QUERY, [lead, other], secondary_score_ratio=ratio)] == ["KB-8"]
-
-
-def test_the_coverage_floor_is_for_other_pages_than_the_leads() -> None:
-    # Rule 51: "Learn about federal consolidation first." covers a tenth of the question, under the
-    # floor for a second window; on the lead page it is kept, on another page such text is not.
-    query = "Can I consolidate my federal student loans to lower my monthly payment with my servicer online?"
-    lead = SourceDocument(url="KB-3", title="Consolidation", content=(
-        "Consolidate your federal student loans online to lower your monthly payment with your servicer.\n\n"
-        "Learn about federal consolidation first.\n\nOffices close at five."))
-    other = SourceDocument(url="KB-4", title="Grants", content=(
-        "A federal consolidation grant is rare.\n\nGrants need no repayment."))
-    _, _, windows = candidate_windows(query, [lead, other])
-    floor = DEFAULT_GATE.words_gate * SECONDARY_COVERAGE_RATIO
-    assert [(w.doc, w.coverage < floor, w.matched) for w in windows[1:3]] == [(0, True, 2), (1, True, 2)]
-    assert [p.content for p in extract_passages(query, [lead, other], secondary_score_ratio=0.05)] == [
-        lead.content.split("\n\n")[0], "Learn about federal consolidation first."]
 
 
 def test_a_name_the_page_holds_is_a_shared_word() -> None:
