@@ -110,8 +110,8 @@ def opening_heading(units: Sequence[Unit], first: int, used: set[int], text: str
 
     "What is a grace period?", "How do I renew a permit?" under the page's title line
     say what the whole page answers: quoted with the text under it, the composer shows it right
-    before its first sentence (it pairs a title line with that sentence). doc2dial's gold often is
-    that heading. Deeper section headings are left out: their text answers on its own, and shown
+    before its first sentence (it pairs a title line with that sentence); often that heading is what a
+    reader was asking. Deeper section headings are left out: their text answers on its own, and shown
     first they push the sentence that holds the answer to second place.
     Only the nearest heading, never the page's first line (its title, which the citation names)."""
     u = units[first]
@@ -402,7 +402,7 @@ def _with_copies(
     it word for word (`pieces`, per passage: the whole passage, then each of its sentences, each of at
     least COPY_MIN_WORDS words).
 
-    Near-duplicate pages (doc2dial's "(variant 2)" copies, one policy on two sites) say the same
+    Near-duplicate pages (a page published twice, one policy on two sites) say the same
     thing; the composer merges identical sentences under all their URLs, so the answer is unchanged
     but cites each page that says it, not only the higher-ranked one.
     Appended last, so that the ranking of the passages (and of their sentences) stays as it was.
