@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from evident.alignment.models import SourceDocument
-from evident.offline.answerability import DEFAULT_GATE
 from evident.offline.composer import compose_answer
 from evident.offline.extractor import (
     candidate_windows,
