@@ -82,7 +82,7 @@ class OfflineSettings(BaseModel):
         "name the question asks about (a capitalised word such as a product or a place).")
     window_units: int = Field(
         3, ge=1, le=10, description="Sentences (list items, table rows) a quoted window holds at most.")
-    # How the answer is composed from the verified passages (evident/offline/composer.py).
+    # How the answer is composed from the verified passages (evident/offline/selection.py, composer.py).
     max_sentences: int = Field(
         5, ge=1, le=20, description="Sentences an offline answer usually shows.")
     max_long_sentences: int = Field(

@@ -53,7 +53,7 @@ TOO_FEW_WORDS: Final = "the passage has {found} content token(s), fewer than the
 
 # -- answer: a verified passage or a citation left out of the answer ------------------------------
 
-# offline/composer.py:compose_answer (_select) — an offline answer keeps the sentences that share
+# offline/selection.py:select_sentences — an offline answer keeps the sentences that share
 # the question's terms, up to its sentence cap; a verified passage none of whose sentences is
 # chosen is not cited.
 NOT_CHOSEN: Final = "no sentence of the passage was chosen for the offline answer"

@@ -76,7 +76,8 @@ def test_a_title_is_not_paired_across_a_sentence_merged_into_another_page() -> N
     # The SSI page opens with its title and a sentence the planner page (cited first) says word for
     # word; that sentence is merged there, so the title's next sentence in the list is not the one
     # under it in the source, and the two are not shown as a pair.
-    from evident.offline.composer import kept_orders, quoted_sentences
+    from evident.offline.quotes import quoted_sentences
+    from evident.offline.selection import kept_orders
 
     ssi = "The SSI program pays benefits to disabled adults and children with limited income."
     decisions = [
@@ -98,7 +99,8 @@ def test_a_question_is_not_paired_with_text_after_a_gap_in_the_quote() -> None:
     # A quote that left text out ("…") between the question and the next sentence: that sentence is
     # not the question's answer.
     from evident.alignment.aligner import QUOTE_JOINER
-    from evident.offline.composer import kept_orders, quoted_sentences
+    from evident.offline.quotes import quoted_sentences
+    from evident.offline.selection import kept_orders
 
     quote = "Can I use the GI Bill for a second degree?" + QUOTE_JOINER + "The office is closed on Sundays."
     sentences = quoted_sentences([decision("p1", FAQ, quote)])

@@ -5,15 +5,10 @@ from __future__ import annotations
 
 from evident.alignment.models import SourceDocument
 from evident.offline.composer import compose_answer
-from evident.offline.extractor import (
-    candidate_windows,
-    extract_passages,
-    join_openings,
-    opening_heading,
-    window_at,
-)
+from evident.offline.extractor import extract_passages, join_openings
 from evident.offline.sentences import CONTINUATIONS
 from evident.offline.units import analyse
+from evident.offline.windows import candidate_windows, opening_heading, window_at
 from tests.support.offline import cited_sentences, decision
 
 DEFERMENT = SourceDocument(url="KB-5", title="Deferment", content=(

@@ -1,0 +1,150 @@
+"""The verified quotes as the offline composer reads them: their citable sentences (prose sentences,
+list items, table rows), in order, each with the passage it came from and the URLs of every page that
+says it word for word. Pure Python, no framework imports."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from evident.alignment.aligner import QUOTE_JOINER
+from evident.alignment.models import AlignmentDecision
+from evident.offline.sentences import Kind, is_noise, split_units, strip_marker
+from evident.offline.terms import content_keys
+from evident.offline.voice import PromptReader
+
+__all__ = ["QuotedSentence", "quoted_sentences"]
+
+
+@dataclass
+class QuotedSentence:
+    """One citable sentence of the quotes: what `quoted_sentences` reads of it, then what
+    `evident.offline.selection` learns of it while choosing (its relevance, its rank's flags)."""
+
+    text: str
+    bullet: bool
+    label: bool
+    passage: int
+    order: int
+    urls: list[str] = field(default_factory=list)
+    # A table row's first cell: the thing the row is about ("TF-2202" in "TF-2202 | Authentication failed").
+    key: str | None = None
+    relevance: float = 0.0
+    parent: int | None = None
+    # A continuation ranks with the sentence it continues when the answer must be cut.
+    carried: float = 0.0
+    # A sentence merged into an earlier passage's copy, or text the quote left out ("…"), came right
+    # before it: the sentence before it in the list is not the one before it in the source.
+    after_gap: bool = False
+    # One of the sentences (at least `strong_relevance` as on-topic as the best) the answer was made
+    # longer than `max_sentences` for: kept before the others of later passages.
+    strong: bool = False
+    # Of the extractor's best window, kept whole and cut last.
+    lead: bool = False
+    # Holds a word of the new turn itself, not only words a follow-up carried over from the
+    # conversation (always, for a first question or a turn that names nothing of its own).
+    own: bool = True
+    prompt: bool = False  # a FAQ prompt in the reader's voice (offline/voice.py): selected, not shown
+    # The unit right before it in its quote is the sentence before it in the list (nothing skipped).
+    adjacent: bool = False
+    # A table row, with the header row of its table (the row above the |---| line; itself, for that
+    # row), shown in a table of the rows kept.
+    row: bool = False
+    header: str | None = None
+
+
+_TERMINAL = (".", "!", "?", ":", ";", "。", "！", "？", ")", '"', "”", "’")
+_NOT_TITLE = re.compile(r"[-_=/.<>{}\[\]$`|@#]")
+
+
+def _is_title(text: str) -> bool:
+    """A short unpunctuated line standing alone: a heading that lost its markup in HTML extraction."""
+    return (
+        not text.endswith(_TERMINAL)
+        and len(text.split()) <= 8
+        and text[:1].isupper()
+        and not _NOT_TITLE.search(text)
+    )
+
+
+def _units(part: str) -> list[tuple[str, Kind]]:
+    """Units of one quote fragment, with the kinds alignment's trimming hides restored.
+
+    Alignment quotes start at the first word, so a quote that began with "- " or "| " or "## " has
+    lost the marker that made its first line an item, a row or a heading.
+    """
+    units = split_units(part)
+    out: list[tuple[str, Kind]] = []
+    for i, (s, e, kind) in enumerate(units):
+        raw = part[s:e]
+        nxt: Kind | None = units[i + 1][2] if i + 1 < len(units) else None
+        alone = part[e : e + 4].lstrip(" \t").startswith(("\n\n", "\r\n\r\n")) or nxt is None
+        if kind != "prose":
+            pass
+        elif alone and (i == 0 or part[:s].rstrip(" \t").endswith("\n\n")) and _is_title(raw):
+            kind = "heading"
+        elif i == 0 and nxt == "item" and not raw.endswith(":"):
+            kind = "item"
+        elif i == 0 and "|" in raw and (nxt == "row" or (raw.endswith("|") and "|" in raw[:-1])):
+            # A row that lost its leading "| " still has the pipes between its cells; a sentence right
+            # above a table has none.
+            kind = "row"
+        out.append((raw, kind))
+    return out
+
+
+_TABLE_RULE = "|-: \t"
+
+
+def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSentence]:
+    """Citable units of the quotes, in order, with duplicates merged under all their URLs."""
+    out: list[QuotedSentence] = []
+    by_key: dict[str, QuotedSentence] = {}
+    for p, decision in enumerate(decisions):
+        last_label: int | None = None
+        gap = False
+        for n, part in enumerate(decision.quote.split(QUOTE_JOINER)):
+            gap = gap or n > 0  # the quote left text out between its parts ("…")
+            units = _units(part)
+            reader = PromptReader(part)
+            shown_before = -2  # the index in `units` of the last unit appended from this part
+            header_row: str | None = None
+            for i, (raw, kind) in enumerate(units):
+                if kind != "row":
+                    header_row = None
+                if kind in ("heading", "fence", "rule") or is_noise(raw, kind):
+                    continue
+                bullet = kind in ("item", "row", "code")
+                text = " ".join((strip_marker(raw, kind) if kind in ("item", "row") else raw).split())
+                if not content_keys(text):
+                    continue
+                prompt = reader.read(raw, text, bullet)
+                # Merged only when identical (modulo spacing): the one sentence shown must be a
+                # verbatim quote of every document it cites.
+                if text in by_key:
+                    seen = by_key[text]
+                    if decision.url not in seen.urls:
+                        seen.urls.append(decision.url)
+                    gap = True
+                    continue
+                label = not bullet and text.endswith(":")
+                sentence = QuotedSentence(text, bullet, label, p, len(out), [decision.url], after_gap=gap,
+                                          prompt=prompt, adjacent=shown_before == i - 1)
+                shown_before = i
+                gap = False
+                # A header row (the one above the |---| line) names the columns, not a thing.
+                header = i + 1 < len(units) and not units[i + 1][0].strip(_TABLE_RULE)
+                if kind == "row" and "|" in text and not header:
+                    sentence.key = text.split("|", 1)[0]
+                if kind == "row":
+                    header_row = text if header else header_row
+                    sentence.row, sentence.header = True, header_row
+                sentence.parent = last_label if bullet else None
+                if label:
+                    last_label = sentence.order
+                elif not bullet:
+                    last_label = None
+                by_key[text] = sentence
+                out.append(sentence)
+    return out
