@@ -25,6 +25,9 @@ _SENTENCE_END = (".", "!", "?", ":", ";", "。", "！", "？")
 
 @dataclass
 class CandidateWindow:
+    """Units `first..last` of retrieved page `doc`, with their score and the share of the question's
+    weighted terms they cover (`coverage`; `matched` counts the terms); quoted from `lead` to `end`."""
+
     doc: int
     first: int
     last: int
