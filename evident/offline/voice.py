@@ -63,7 +63,8 @@ def unprompted(sentences: list[S], every: list[S]) -> list[S]:
     "You must report the device to the IT service desk."); when it was cut, the prompt is what
     the answer kept of its passage (and its page's citation). A prompt merged with the same line of
     another page is hidden only when its answer is cited on every page it is. So the words of a hidden
-    prompt are always said by the answer that follows it, on the same pages."""
+    prompt are always said by the answer that follows it, on the same pages. The prompts right before
+    one answer are hidden together or shown together."""
     answer: dict[int, int] = {}  # a prompt's order -> the order of the sentence that answers it
     pending: list[S] = []
     for s in every:
@@ -81,8 +82,10 @@ def unprompted(sentences: list[S], every: list[S]) -> list[S]:
         if s.prompt:
             run.append(s)
             continue
-        out.extend(p for p in run
-                   if not (answer.get(p.order) == s.order and s.relevance > 0 and set(p.urls) <= set(s.urls)))
+        # A run of prompts ("I received a letter." "What can I do?") goes or stays whole: half of it
+        # would read as a question the answer starts with.
+        if not all(answer.get(p.order) == s.order and s.relevance > 0 and set(p.urls) <= set(s.urls) for p in run):
+            out.extend(run)
         run = []
         out.append(s)
     return out + run

@@ -344,6 +344,18 @@ def test_a_prompt_in_the_readers_voice_is_not_shown() -> None:
     assert shown == ["The letter means your insurance company told us that your insurance ended."]
 
 
+def test_a_run_of_prompts_goes_or_stays_whole() -> None:
+    # "What can I do?" is also a line of another page, so it cannot be hidden before an answer cited
+    # on one page; the first half of the prompt goes with it or not at all, or the answer would open
+    # with a bare "What can I do?".
+    query = "I received a letter that says my insurance lapsed. What should I do?"
+    lead = ("I received a letter that states my insurance lapsed. What can I do?\n"
+            "The letter means your insurance company told us that your insurance ended.")
+    decisions = [decision("p1", POLICY, lead), decision("p2", BILLING, "Moving away?\n\nWhat can I do?")]
+    shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
+    assert shown[:2] == ["I received a letter that states my insurance lapsed.", "What can I do?"]
+
+
 def test_a_prompt_stays_when_its_answer_shares_no_question_word() -> None:
     # "You must surrender the registration." says nothing of stolen plates: the prompt ties it to them.
     query = "My plates were stolen"
