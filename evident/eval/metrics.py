@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from evident.alignment.overlap import ngrams, overlap_n
+from evident.alignment.sentences import split_sentences
 from evident.alignment.tokenize import words
 from evident.eval.citations import split_references
 from evident.eval.records import CitedFact
@@ -17,7 +18,6 @@ from evident.eval.records import CitedFact
 ANSCOV_NS = (2, 3, 5, 10)
 ALIGNMENT_ACTIONS = ("kept", "truncated", "relinked", "corrected", "dropped")
 _CITATION_GROUP = re.compile(r"\[[^\]\s]*\]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def url_key(url: str) -> str:
@@ -93,7 +93,7 @@ def coverage(facts: Sequence[CitedFact], documents: Mapping[str, str], n: int) -
 def answer_length(answer: str) -> tuple[int, int]:
     """(sentences, words) of an answer's body: citation markers and the reference list left out."""
     body = _CITATION_GROUP.sub(" ", split_references(answer)[0])
-    sentences = [s for s in _SENTENCE_END.split(body) if re.search(r"\w", s)]
+    sentences = [(a, b) for a, b in split_sentences(body, inside_items=True) if re.search(r"\w", body[a:b])]
     return len(sentences), len(words(body))
 
 

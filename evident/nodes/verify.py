@@ -9,11 +9,10 @@ re-cited or removed.
 
 from __future__ import annotations
 
-import re
-
 from langgraph.runtime import Runtime
 
 from evident.alignment.lexicon import content_tokens
+from evident.alignment.sentences import split_sentences
 from evident.citations.answer import PREFACE, Line, Unit, check_answer, known_ids, parse_answer, render_answer, units_of
 from evident.citations.support import GeneratedSentenceSupport
 from evident.context import EvidentContext, run_settings
@@ -22,8 +21,6 @@ from evident.nodes.common import timed
 from evident.nodes.names import VERIFY
 from evident.offline.composer import compose_answer
 from evident.state import DraftUpdate, EvidentState
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 
 def _uncited_sentences(lines: list[Line], min_tokens: int, query: str) -> tuple[list[Unit], list[str]]:
@@ -43,7 +40,7 @@ def _uncited_sentences(lines: list[Line], min_tokens: int, query: str) -> tuple[
             if u.urls or not u.text or u.text.startswith(PREFACE):
                 units.append(u)
                 continue
-            for text in (t.strip() for t in _SENTENCE_END.split(u.text)):
+            for text in (u.text[a:b] for a, b in split_sentences(u.text, inside_items=True)):
                 key = " ".join(text.casefold().split())
                 mine = content_tokens(text)
                 if len(mine) < min_tokens or text.endswith("?") or set(mine) <= asked or key in seen:

@@ -7,9 +7,8 @@
 
 from evident.offline.composer import OFFLINE_PREFACE, PREFACE, answer_coverage, compose_answer, preface
 from evident.offline.extractor import address_score, extract_passages
-from evident.offline.sentences import is_noise, split_sentences, split_units
 
 __all__ = [
     "OFFLINE_PREFACE", "PREFACE", "address_score", "answer_coverage", "compose_answer", "extract_passages",
-    "is_noise", "preface", "split_sentences", "split_units",
+    "preface",
 ]

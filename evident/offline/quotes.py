@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
-from evident.offline.sentences import Kind, is_noise, split_units, strip_marker
+from evident.alignment.sentences import Kind, is_noise, split_units, strip_marker
 from evident.offline.terms import content_keys
 from evident.offline.voice import PromptReader
 

@@ -8,8 +8,7 @@ from evident.context import DEFAULT_OFFLINE, OfflineSettings
 from evident.conversation.asking import carried_part
 from evident.conversation.said import said_before
 from evident.offline.quotes import QuotedSentence
-from evident.offline.sentences import CONTINUATIONS
-from evident.offline.terms import content_keys, query_weights, unit_terms
+from evident.offline.terms import CONTINUATIONS, content_keys, query_weights, unit_terms
 
 __all__ = ["kept_orders", "select_sentences"]
 

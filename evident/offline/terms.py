@@ -10,8 +10,14 @@ from evident.alignment.lexicon import STOPWORDS, stem, term_weight, words
 from evident.alignment.tokenize import tokenize
 from evident.conversation.asking import message_parts, message_words
 
-__all__ = ["unit_terms", "pairs", "content_keys", "query_terms", "entity_keys", "query_weights", "coverage",
-           "scenario_keys"]
+__all__ = ["CONTINUATIONS", "unit_terms", "pairs", "content_keys", "query_terms", "entity_keys", "query_weights",
+           "coverage", "scenario_keys"]
+
+# Sentences opening with these lean on the previous one: they are quoted and shown with it.
+CONTINUATIONS = frozenset(
+    """it its this these that those they them such however otherwise then also instead additionally
+    note alternatively therefore thus here""".split()
+)
 
 _HIRAGANA = re.compile(r"[\u3040-\u309f]")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from evident.offline.sentences import Kind, is_noise, split_units
+from evident.alignment.sentences import Kind, is_noise, split_units
 from evident.offline.terms import content_keys, pairs, unit_terms
 
 __all__ = [

@@ -13,7 +13,7 @@ from evident.context import DEFAULT_OFFLINE, OfflineSettings
 from evident.embeddings.meaning import Window, fuse, semantic_windows
 from evident.offline.answerability import Evidence
 from evident.offline.scoring import Scorer, heading_terms, under_heading, window_score
-from evident.offline.sentences import CONTINUATIONS
+from evident.offline.terms import CONTINUATIONS
 from evident.offline.units import Unit, analyse_pages
 
 __all__ = ["CandidateWindow", "candidate_windows", "opening_heading", "unit_cosine", "window_at"]

@@ -152,6 +152,22 @@ def test_an_uncited_model_answer_is_salvaged_sentence_by_sentence(server: OpenAI
     check_grounded(out)
 
 
+def test_an_uncited_sentence_is_not_cut_at_an_abbreviation(server: OpenAIServer) -> None:
+    # "U.S." and "e.g." end no sentence: cut there, "Trips to the U.S." went as a fragment and the rest
+    # of the sentence was re-cited alone, an answer saying less than the model wrote.
+    page = "https://wiki.example/abroad"
+    esta = "Trips to the U.S. need an approved ESTA at least 72 hours before departure."
+    fares = "Book refundable fares, e.g. flexible economy, when your dates may still change."
+    server.script(extract=[passages_reply((page, esta), (page, fares))],
+                  generate=[Reply(content=f"{esta} {fares}")])
+    g = build_graph(retriever=ListRetriever(docs=[
+        Document(page_content=f"# Flights abroad\n\n{esta} {fares}\n", metadata={"url": page})]))
+    out = g.invoke({"query": "What do I need before a trip to the U.S.?"}, context=llm_context(server))
+    assert out["answer"] == f"{esta} [{page}] {fares} [{page}]"
+    assert out["removed_sentences"] == []
+    assert "2 sentence(s)" in out["model_errors"][0].message and "2 re-cited" in out["model_errors"][0].message
+
+
 def test_a_restated_question_and_repeats_are_not_salvaged(server: OpenAIServer) -> None:
     question = "How early must employees book flights through the TravelDesk portal?"
     server.script(extract=[passages_reply((TRAVEL, BOOKING))],

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from evident.alignment.models import AlignmentDecision
+from evident.alignment.sentences import split_sentences
 from evident.citations.answer import is_table, table_rows
 from evident.offline.composer import OFFLINE_PREFACE
-from evident.offline.sentences import split_sentences
 
 # Citations are bracketed URLs; other brackets ("[1]" footnotes) are source text.
 _CITES = re.compile(r"((?:\[https?://[^\[\]\s]+\])+)")

@@ -69,6 +69,9 @@ def test_answer_length_leaves_citations_and_references_out() -> None:
     answer = "First point here. [1]\nSecond one! [2][3]\n\nReferences:\n[1] https://a.example\n[2] https://b.example"
     assert m.answer_length(answer) == (2, 5)
     assert m.answer_length(f"Expense reports are due in 30 days. [{A}]") == (1, 7)
+    # "U.S." and "e.g." end no sentence; a list item's sentences count one by one.
+    answer = f"The U.S. office pays, e.g. for visas. [{A}]\n- It pays once. It pays late. [{B}]"
+    assert m.answer_length(answer) == (3, 15)
 
 
 def test_retrieval_recall_at_k() -> None:

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evident.alignment.models import SourceDocument
+from evident.alignment.sentences import split_sentences
 from evident.offline.answerability import AnswerGate
 from evident.offline.extractor import extract_passages
 from evident.offline.scoring import Scorer, window_score
-from evident.offline.sentences import split_sentences
 from evident.offline.units import analyse
 
 NAV = "Acme Help Center › {section}\nEdit | History | Watch\n\nLast edited by Sam Ortiz on 12 May 2025\n\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from evident.alignment.models import SourceDocument
 from evident.offline.composer import compose_answer
 from evident.offline.extractor import extract_passages, join_openings
-from evident.offline.sentences import CONTINUATIONS
+from evident.offline.terms import CONTINUATIONS
 from evident.offline.units import analyse
 from evident.offline.windows import candidate_windows, opening_heading, window_at
 from tests.support.offline import cited_sentences, decision

@@ -1,8 +1,11 @@
 """Sentence units with exact character offsets, for noisy page text (Markdown, plain text, HTML-extracted).
 
-A *unit* is what the offline engine quotes and cites: a prose sentence, or a whole Markdown heading,
-list item, table row or code line. Offsets always index the original string, so a unit can be turned
-back into the exact source span that alignment verifies. Pure Python, no framework imports.
+A *unit* is a prose sentence, or a whole Markdown heading, list item, table row or code line. Offsets
+always index the original string, so a unit can be turned back into the exact source span that
+alignment verifies. This is the one sentence splitter: the offline engine quotes and cites units,
+verify splits a model's uncited text at them, and `evident eval` counts an answer's sentences with
+them; "U.S." or "e.g." ends none. Page chrome (breadcrumbs, link bars) is recognised here because it
+decides where a line break ends a unit. Pure Python, no framework imports.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from evident.alignment.spans import trim_span
 
 Kind = Literal["heading", "item", "row", "code", "fence", "rule", "prose"]
 
-__all__ = ["CONTINUATIONS", "Kind", "split_sentences", "split_units", "unit_kind", "strip_marker", "is_noise"]
+__all__ = ["Kind", "split_sentences", "split_units", "unit_kind", "strip_marker", "is_noise"]
 
 _HEADING = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t]|$)")
 _FENCE = re.compile(r"[ \t]{0,3}(```+|~~~+)")
@@ -42,12 +45,6 @@ _ABBREV_BEFORE_DIGIT = frozenset(
     "no nos nr p pp vol ch sec art ref jan feb mar apr jun jul aug sep sept oct nov dec".split()
 )
 _DOTTED = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]\.?$")
-
-# Sentences opening with these lean on the previous one: they are quoted and shown with it.
-CONTINUATIONS = frozenset(
-    """it its this these that those they them such however otherwise then also instead additionally
-    note alternatively therefore thus here""".split()
-)
 
 _SHORT_LINE = 30
 # Nobody hard-wraps prose this narrow: a block of lines all shorter than this is a list of labels.
@@ -256,13 +253,21 @@ def split_units(text: str) -> list[tuple[int, int, Kind]]:
     return units
 
 
-def split_sentences(text: str) -> list[tuple[int, int]]:
+def split_sentences(text: str, *, inside_items: bool = False) -> list[tuple[int, int]]:
     """Sentence spans (start, end) into `text`, in order, non-overlapping, stripped of whitespace.
 
     Headings, list items (with their marker), table rows, code lines and fence lines are units of
     their own; prose splits at sentence ends but not after abbreviations or inside numbers and URLs.
+    With `inside_items` a list item splits at its sentence ends too (the first keeps the marker):
+    what an answer claims, sentence by sentence, rather than what a page quotes whole.
     """
-    return [(s, e) for s, e, _ in split_units(text)]
+    out: list[tuple[int, int]] = []
+    for s, e, kind in split_units(text):
+        if inside_items and kind == "item":
+            _split_prose(text, s, e, out)
+        else:
+            out.append((s, e))
+    return out
 
 
 def unit_kind(unit: str) -> Kind:

@@ -1,11 +1,11 @@
-"""Sentence units of the offline engine: exact offsets on noisy real-world page text."""
+"""Sentence units, the one sentence splitter: exact offsets on noisy real-world page text."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evident.offline.sentences import is_noise, split_sentences, split_units, strip_marker, unit_kind
+from evident.alignment.sentences import is_noise, split_sentences, split_units, strip_marker, unit_kind
 
 PAGE = """Tessellate Docs › Billing › Refunds & credits
 Edit | History | Watch
@@ -127,6 +127,14 @@ def test_wrapped_list_items_and_wrapped_prose_stay_whole() -> None:
     assert "The next sentence follows." in got
 
 
+def test_an_items_sentences_are_read_inside_it_on_request() -> None:
+    text = "- Usage overages are final. The overage line stays, e.g. after a downgrade.\n- One more item."
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "- Usage overages are final. The overage line stays, e.g. after a downgrade.", "- One more item."]
+    assert [text[s:e] for s, e in split_sentences(text, inside_items=True)] == [
+        "- Usage overages are final.", "The overage line stays, e.g. after a downgrade.", "- One more item."]
+
+
 def test_crlf_gives_the_same_units() -> None:
     lf = units(PAGE)
     crlf = [u.replace("\r\n", "\n") for u in units(PAGE.replace("\n", "\r\n"))]
@@ -242,13 +250,17 @@ _CHARS = st.characters(
 
 
 def _check(text: str) -> None:
-    spans = split_sentences(text)
-    prev_end = 0
-    for s, e in spans:
-        assert prev_end <= s < e <= len(text)
-        piece = text[s:e]
-        assert piece and piece == piece.strip()
-        prev_end = e
+    whole = split_sentences(text)
+    inside = split_sentences(text, inside_items=True)
+    for spans in (whole, inside):
+        prev_end = 0
+        for s, e in spans:
+            assert prev_end <= s < e <= len(text)
+            piece = text[s:e]
+            assert piece and piece == piece.strip()
+            prev_end = e
+    # Reading inside items only cuts units further: every unit is covered by its own sentences.
+    assert {s for s, _ in whole} <= {s for s, _ in inside} and {e for _, e in whole} <= {e for _, e in inside}
 
 
 @settings(max_examples=300, deadline=None)
