@@ -6,6 +6,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from evident.alignment.models import AlignmentDecision
 from evident.context import OfflineSettings
 from evident.offline.composer import OFFLINE_PREFACE, PREFACE, answer_coverage, compose_answer, preface
 from evident.offline.voice import PromptReader
@@ -399,3 +400,21 @@ def test_an_answer_of_prompts_only_keeps_them_all() -> None:
     ]
     shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
     assert shown == ["I lost my license plates.", "I found stolen plates on my car."]
+
+
+def test_a_passage_that_reads_on_from_an_earlier_one_follows_it() -> None:
+    # The extractor ranked the account paragraph's two halves apart, with the page's opening between them;
+    # shown in that order the reader met the page's opening between two halves of one paragraph.
+    opening = "To create an account, you verify your identity and choose a password."
+    first = "We protect the information in your account, including your personal information."
+    second = "For your protection, only you can create your account, for your own use."
+    page = f"{opening}\n\nYour account is for your use only\n{first} {second}"
+
+    def quoted(pid: str, text: str) -> AlignmentDecision:
+        start = page.index(text)
+        return decision(pid, BILLING, text).model_copy(update={"spans": [(start, start + len(text))]})
+
+    answer = compose_answer("Can my husband use my account information?",
+                            [quoted("p1", first), quoted("p2", opening), quoted("p3", second)])
+    assert [s for s, _ in assert_grounded(answer, [quoted("p1", first), quoted("p2", opening),
+                                                   quoted("p3", second)])] == [first, second, opening]
