@@ -97,6 +97,21 @@ def _units(part: str) -> list[tuple[str, Kind]]:
 _TABLE_RULE = "|-: \t"
 
 
+def _header_row(units: list[tuple[str, Kind]], i: int) -> bool:
+    """Whether row `units[i]` is its table's header row: the one above the |---| line; in a table
+    without that line (an HTML table read as text), its first row when that names (no digit) and a
+    row under it holds a number. A quote may start in the middle of such a table: its first row is
+    then a row of values, "E-2202 | Login failed", not a header."""
+    raw = units[i][0]
+    after = units[i + 1 :]
+    if after and not after[0][0].strip(_TABLE_RULE):
+        return True
+    if (i > 0 and units[i - 1][1] == "row") or any(ch.isdigit() for ch in raw):
+        return False
+    run = after[: next((n for n, (_, k) in enumerate(after) if k != "row"), len(after))]
+    return all(r.strip(_TABLE_RULE) for r, _ in run) and any(ch.isdigit() for r, _ in run for ch in r)
+
+
 def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSentence]:
     """Citable units of the quotes, in order, with duplicates merged under all their URLs."""
     out: list[QuotedSentence] = []
@@ -133,8 +148,10 @@ def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSente
                                           prompt=prompt, adjacent=shown_before == i - 1)
                 shown_before = i
                 gap = False
-                # A header row (the one above the |---| line) names the columns, not a thing.
-                header = i + 1 < len(units) and not units[i + 1][0].strip(_TABLE_RULE)
+                # A header row names the columns, not a thing: the one above the |---| line, or in a
+                # table without that line (an HTML table read as text) the first row, as
+                # `evident.offline.units` reads it.
+                header = _header_row(units, i)
                 if kind == "row" and "|" in text and not header:
                     sentence.key = text.split("|", 1)[0]
                 if kind == "row":

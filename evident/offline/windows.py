@@ -123,6 +123,25 @@ def opening_heading(units: Sequence[Unit], first: int, used: set[int], text: str
     return h if titled and all(x.heading or x.noise for x in units[1:h]) else first
 
 
+def table_header(units: Sequence[Unit], first: int, used: set[int], rows: int) -> int:
+    """The first unit to quote for a window whose text starts at table row `first`: its table's header
+    row, when at most `rows` rows lie between them (they are quoted too), else `first`.
+
+    A row read without its header is a line of values ("25,000 to 100,000 USD | Purchase request with
+    three competing quotes | Your director, Finance and the Chief Financial Officer"); under its header
+    ("Total value | How to buy | Approvals") it says what each value is."""
+    u = units[first]
+    if u.kind != "row" or u.label:
+        return first
+    h = first - 1
+    while h >= 0 and (units[h].kind == "row" or units[h].noise) and not units[h].label:
+        h -= 1
+    if h < 0 or units[h].kind != "row" or not units[h].label or any(k in used for k in range(h, first)):
+        return first
+    between = sum(1 for x in units[h + 1 : first] if not x.noise)
+    return h if between <= rows else first
+
+
 def _follows(
     units: Sequence[Unit], first: int, last: int, used: set[int], relevant: set[int], whole: bool
 ) -> int | None:
@@ -247,7 +266,8 @@ def candidate_windows(
         whole = d not in opened or units[d][i].depth == 1
         first, last, end = _grow(units[d], i, used[d], relevant[d], documents[d].content, settings.window_units,
                                  whole=whole)
-        lead = opening_heading(units[d], first, used[d], documents[d].content)
+        lead = table_header(units[d], opening_heading(units[d], first, used[d], documents[d].content), used[d],
+                            settings.window_units)
         used[d].update(range(lead, end + 1))
         w = window_at(scorer, units[d], d, first, last, i, end, lead)
         if w is not None:

@@ -8,7 +8,7 @@ from evident.offline.composer import compose_answer
 from evident.offline.extractor import extract_passages, join_openings
 from evident.offline.terms import CONTINUATIONS
 from evident.offline.units import analyse
-from evident.offline.windows import candidate_windows, opening_heading, window_at
+from evident.offline.windows import candidate_windows, opening_heading, table_header, window_at
 from tests.support.offline import cited_sentences, decision
 
 DEFERMENT = SourceDocument(url="KB-5", title="Deferment", content=(
@@ -226,3 +226,30 @@ def test_a_name_the_page_holds_is_a_shared_word() -> None:
     # Without the name, the sentence shares one word with the question and stays out.
     unnamed = extract_passages("What is the minimum length for a password?", [doc], secondary_score_ratio=0.1)
     assert rule not in [p.content for p in unnamed]
+
+
+PROCUREMENT = SourceDocument(url="KB-12", title="Procurement", content=(
+    "Approval thresholds\n\nThe approvals you need depend on the total value of the purchase.\n\n"
+    "Total value | How to buy | Approvals\n"
+    "Under 1,000 USD | Corporate card or expense report | Your manager\n"
+    "1,000 to 25,000 USD | Purchase request; Finance issues a purchase order | Your manager and Finance\n"
+    "25,000 to 100,000 USD | Purchase request with three competing quotes | Your director and the CFO\n"
+    "Over 100,000 USD | Purchase request and a business case | As above, plus the CEO\n\n"
+    "Emergency purchases are approved afterwards."))
+
+
+def test_a_table_row_is_quoted_under_its_header() -> None:
+    # An HTML table read as text has no |---| line: its first row is its header. A row read without it
+    # is a line of values; the window quotes from the header when few rows lie between them.
+    query = "Who approves a 40,000 USD purchase with competing quotes?"
+    [table] = [p for p in extract_passages(query, [PROCUREMENT]) if "|" in p.content]
+    assert table.content.startswith("Total value | How to buy | Approvals\n")
+    answer = compose_answer(query, [decision("p1", "KB-12", table.content)])
+    assert answer.startswith("| Total value | How to buy | Approvals |\n|---|---|---|\n")
+    assert "| 25,000 to 100,000 USD | Purchase request with three competing quotes | Your director and the CFO |" \
+        in answer.splitlines()
+    # More rows between them than a window holds: the row is quoted alone.
+    units = analyse(PROCUREMENT.content).units
+    last = max(u.idx for u in units if u.kind == "row")
+    assert table_header(units, last, set(), 3) == next(u.idx for u in units if u.kind == "row")
+    assert table_header(units, last, set(), 2) == last
