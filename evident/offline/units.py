@@ -117,7 +117,7 @@ def analyse(text: str) -> Doc:
 # least COPY_MIN_WORDS words) of this many retrieved pages is the site's chrome, a footer's "Internal use
 # only. Do not share this page outside the company.", not what any one page says: near-duplicate pages
 # come in pairs, while a template repeats its text on every page. A shared paragraph inside the pages of
-# one topic ("Medicare is our country's health insurance program ...") is what they all say, and stays.
+# one topic ("Parental leave is available from your first day ...") is what they all say, and stays.
 CHROME_PAGES = 3
 CHROME_EDGE = 3
 # A sentence this short ("Yes.", "Health care") recurs as real text on unrelated pages: it is neither

@@ -82,7 +82,7 @@ def unprompted(sentences: list[S], every: list[S]) -> list[S]:
         if s.prompt:
             run.append(s)
             continue
-        # A run of prompts ("I received a letter." "What can I do?") goes or stays whole: half of it
+        # A run of prompts ("My badge stopped working." "What can I do?") goes or stays whole: half of it
         # would read as a question the answer starts with.
         if not all(answer.get(p.order) == s.order and s.relevance > 0 and set(p.urls) <= set(s.urls) for p in run):
             out.extend(run)

@@ -61,8 +61,8 @@ PHRASE_SLOP = 1
 PHRASE_BOOST = 0.3
 # Title first: among the pages retrieved, the one whose title the question names most fully goes
 # first, by its score x (1 + TITLE_FIRST_BOOST x the share of its title's words the question holds);
-# the others keep their order. "Apply for Retirement Benefits" is the page for "I want to apply for
-# retirement benefits", above a longer page that uses the words more often. Only the first place
+# the others keep their order. "Request parental leave" is the page for "I want to request parental
+# leave", above a longer page that uses the words more often. Only the first place
 # moves: re-ranking every place by the title pushed pages that answer in their text below siblings
 # named like the question ("Teacher Loan Forgiveness" for "loan forgiveness"), where the extractor's
 # rank prior no longer quotes them (docs/evaluation.md, rule 42; boost swept 0.3/0.4/0.5/0.6/0.7).
