@@ -134,7 +134,8 @@ def table_header(units: Sequence[Unit], first: int, used: set[int], rows: int) -
     if u.kind != "row" or u.label:
         return first
     h = first - 1
-    while h >= 0 and (units[h].kind == "row" or units[h].noise) and not units[h].label:
+    # Up through the rows of its table (its |---| line is a row too), and no further.
+    while h >= 0 and units[h].kind == "row" and not units[h].label:
         h -= 1
     if h < 0 or units[h].kind != "row" or not units[h].label or any(k in used for k in range(h, first)):
         return first

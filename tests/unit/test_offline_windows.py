@@ -253,3 +253,6 @@ def test_a_table_row_is_quoted_under_its_header() -> None:
     last = max(u.idx for u in units if u.kind == "row")
     assert table_header(units, last, set(), 3) == next(u.idx for u in units if u.kind == "row")
     assert table_header(units, last, set(), 2) == last
+    # Another table's header above a rule is not this table's.
+    split = analyse("| Key | Value |\n|---|---|\n| a | 1 |\n\n---\n\n| b | 2 |").units
+    assert table_header(split, len(split) - 1, set(), 3) == len(split) - 1
