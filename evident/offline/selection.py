@@ -194,5 +194,9 @@ def select_sentences(
     # A label sharing no word with the question ("Breaking changes:") would open the answer's next
     # paragraph off-topic: its items stand as bullets without it.
     kept_parents = {s.parent for s in sentences if s.parent is not None}
+    # So would a table's header row with none of its rows left: the columns of nothing.
+    headed = {(s.passage, s.header) for s in sentences if s.row and s.header != s.text}
     # What was kept only because it reads on from a label that is now gone goes with it.
-    return _on_topic([s for s in sentences if not s.label or (s.order in kept_parents and s.order in own)])
+    return _on_topic([s for s in sentences
+                      if (not s.label or (s.order in kept_parents and s.order in own))
+                      and not (s.row and s.header == s.text and (s.passage, s.header) not in headed)])

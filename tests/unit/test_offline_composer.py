@@ -418,3 +418,18 @@ def test_a_passage_that_reads_on_from_an_earlier_one_follows_it() -> None:
                             [quoted("p1", first), quoted("p2", opening), quoted("p3", second)])
     assert [s for s, _ in assert_grounded(answer, [quoted("p1", first), quoted("p2", opening),
                                                    quoted("p3", second)])] == [first, second, opening]
+
+
+def test_a_table_header_without_its_rows_is_left_out() -> None:
+    # The answer's places went to other sentences before the rows: the header alone would name the
+    # columns of nothing (a table of one "| Country | Annual leave per year |" line).
+    lead = "You may carry over up to 5 unused days of annual leave. Carried-over days expire on 31 March."
+    table = "| Country | Annual leave per year |\n|---|---|\n| Germany | 30 days |\n| Portugal | 25 days |"
+    short = OfflineSettings(max_sentences=3, max_long_sentences=3)
+    answer = compose_answer("What happens to unused days of annual leave per year?",
+                            [decision("p1", POLICY, lead), decision("p2", POLICY, table)], settings=short)
+    assert "|" not in answer and answer.startswith("You may carry over")
+    # With room for its rows, the table stays whole under its header.
+    roomy = compose_answer("What happens to unused days of annual leave per year?",
+                           [decision("p1", POLICY, lead), decision("p2", POLICY, table)])
+    assert "| Country | Annual leave per year |\n|---|---|\n| Germany | 30 days |" in roomy
