@@ -148,9 +148,7 @@ def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSente
                                           prompt=prompt, adjacent=shown_before == i - 1)
                 shown_before = i
                 gap = False
-                # A header row names the columns, not a thing: the one above the |---| line, or in a
-                # table without that line (an HTML table read as text) the first row, as
-                # `evident.offline.units` reads it.
+                # A header row names the columns, not a thing (`_header_row`).
                 header = _header_row(units, i)
                 if kind == "row" and "|" in text and not header:
                     sentence.key = text.split("|", 1)[0]

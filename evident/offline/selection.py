@@ -34,8 +34,7 @@ def _continues(prev: QuotedSentence | None, s: QuotedSentence) -> bool:
     # completes it even without a question word.
     if s.lead:
         return True
-    ends = prev.text.rstrip("\"'”’)")
-    if s.parent is not None or ends.endswith((":", "?", "？")) or not ends.endswith((".", "!", ";", "。", "！")):
+    if s.parent is not None or _awaits_answer(prev):
         return True
     first = content_keys(s.text)[:1]
     return bool(first and first[0] in CONTINUATIONS)
