@@ -63,12 +63,12 @@ def _tables(sentences: list[QuotedSentence]) -> list[QuotedSentence | list[Quote
     out: list[QuotedSentence | list[QuotedSentence]] = []
     for s in sentences:
         last = out[-1] if out else None
-        if s.row and isinstance(last, list) and last[-1].passage == s.passage and last[-1].header == s.header:
-            last.append(s)
-        elif s.row:
-            out.append([s])
-        else:
+        if s.kind != "row":
             out.append(s)
+        elif isinstance(last, list) and last[-1].passage == s.passage and last[-1].header == s.header:
+            last.append(s)
+        else:
+            out.append([s])
     return out
 
 

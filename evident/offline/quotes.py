@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
@@ -17,41 +18,54 @@ from evident.offline.voice import PromptReader
 __all__ = ["QuotedSentence", "quoted_sentences"]
 
 
+# What a citable sentence is in its quote: prose, a prose line ending in ":" that introduces the items
+# after it, a list item, a table row or a code line (the last three are shown on lines of their own).
+SentenceKind = Literal["prose", "label", "item", "row", "code"]
+
+
 @dataclass
 class QuotedSentence:
     """One citable sentence of the quotes: what `quoted_sentences` reads of it, then what
     `evident.offline.selection` learns of it while choosing (its relevance, its rank's flags)."""
 
     text: str
-    bullet: bool
-    label: bool
+    kind: SentenceKind
     passage: int
     order: int
     urls: list[str] = field(default_factory=list)
     # A table row's first cell: the thing the row is about ("TF-2202" in "TF-2202 | Authentication failed").
     key: str | None = None
-    relevance: float = 0.0
+    # The label a list item, row or code line sits under (its order), if the quote holds it.
     parent: int | None = None
-    # A continuation ranks with the sentence it continues when the answer must be cut.
-    carried: float = 0.0
     # A sentence merged into an earlier passage's copy, or text the quote left out ("…"), came right
     # before it: the sentence before it in the list is not the one before it in the source.
     after_gap: bool = False
+    # The unit right before it in its quote is the sentence before it in the list (nothing skipped).
+    adjacent: bool = False
+    prompt: bool = False  # a FAQ prompt in the reader's voice (offline/voice.py): selected, not shown
+    # A table row's header row (the row above the |---| line; itself, for that row): shown in a table
+    # of the rows kept.
+    header: str | None = None
+    # What selection learns. Query-term relevance; a continuation's `carried` is that of the sentence it
+    # continues, which it ranks with when the answer must be cut.
+    relevance: float = 0.0
+    carried: float = 0.0
     # One of the sentences (at least `strong_relevance` as on-topic as the best) the answer was made
     # longer than `max_sentences` for: kept before the others of later passages.
     strong: bool = False
-    # Of the extractor's best window, kept whole and cut last.
-    lead: bool = False
     # Holds a word of the new turn itself, not only words a follow-up carried over from the
     # conversation (always, for a first question or a turn that names nothing of its own).
     own: bool = True
-    prompt: bool = False  # a FAQ prompt in the reader's voice (offline/voice.py): selected, not shown
-    # The unit right before it in its quote is the sentence before it in the list (nothing skipped).
-    adjacent: bool = False
-    # A table row, with the header row of its table (the row above the |---| line; itself, for that
-    # row), shown in a table of the rows kept.
-    row: bool = False
-    header: str | None = None
+
+    @property
+    def bullet(self) -> bool:
+        """Shown on a line of its own: a list item, table row or code line."""
+        return self.kind in ("item", "row", "code")
+
+    @property
+    def lead(self) -> bool:
+        """Of the extractor's best window (the first passage): kept whole and cut last."""
+        return self.passage == 0
 
 
 _TERMINAL = (".", "!", "?", ":", ";", "。", "！", "？", ")", '"', "”", "’")
@@ -130,11 +144,10 @@ def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSente
                     header_row = None
                 if kind in ("heading", "fence", "rule") or is_noise(raw, kind):
                     continue
-                bullet = kind in ("item", "row", "code")
                 text = " ".join((strip_marker(raw, kind) if kind in ("item", "row") else raw).split())
                 if not content_keys(text):
                     continue
-                prompt = reader.read(raw, text, bullet)
+                prompt = reader.read(raw, text, kind in ("item", "row", "code"))
                 # Merged only when identical (modulo spacing): the one sentence shown must be a
                 # verbatim quote of every document it cites.
                 if text in by_key:
@@ -143,8 +156,10 @@ def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSente
                         seen.urls.append(decision.url)
                     gap = True
                     continue
-                label = not bullet and text.endswith(":")
-                sentence = QuotedSentence(text, bullet, label, p, len(out), [decision.url], after_gap=gap,
+                shown: SentenceKind = (
+                    kind if kind in ("item", "row", "code") else "label" if text.endswith(":") else "prose"
+                )
+                sentence = QuotedSentence(text, shown, p, len(out), [decision.url], after_gap=gap,
                                           prompt=prompt, adjacent=shown_before == i - 1)
                 shown_before = i
                 gap = False
@@ -154,11 +169,11 @@ def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSente
                     sentence.key = text.split("|", 1)[0]
                 if kind == "row":
                     header_row = text if header else header_row
-                    sentence.row, sentence.header = True, header_row
-                sentence.parent = last_label if bullet else None
-                if label:
+                    sentence.header = header_row
+                sentence.parent = last_label if sentence.bullet else None
+                if sentence.kind == "label":
                     last_label = sentence.order
-                elif not bullet:
+                elif not sentence.bullet:
                     last_label = None
                 by_key[text] = sentence
                 out.append(sentence)

@@ -159,10 +159,8 @@ def select_sentences(
         best[s.passage] = max(best.get(s.passage, 0.0), s.relevance)
     # After the labels lent their relevance (they are found by position in the full list).
     sentences = _unsaid(sentences, said)
-    # The extractor's best window ranked first on more than the question's words (the heading above
-    # it, the page's rank): it leads the answer, kept whole.
-    for s in sentences:
-        s.lead = s.passage == 0
+    # The extractor's best window (`QuotedSentence.lead`) ranked first on more than the question's words
+    # (the heading above it, the page's rank): it leads the answer, kept whole.
     sentences = _on_topic(_named_rows(_unrepeated(sentences), query))
     # A passage is read from its start: when the answer is cut, its first on-topic sentence ranks
     # with the passage's best one (the rule a page states before the link that explains it).
@@ -194,8 +192,8 @@ def select_sentences(
     # paragraph off-topic: its items stand as bullets without it.
     kept_parents = {s.parent for s in sentences if s.parent is not None}
     # So would a table's header row with none of its rows left: the columns of nothing.
-    headed = {(s.passage, s.header) for s in sentences if s.row and s.header != s.text}
+    headed = {(s.passage, s.header) for s in sentences if s.kind == "row" and s.header != s.text}
     # What was kept only because it reads on from a label that is now gone goes with it.
     return _on_topic([s for s in sentences
-                      if (not s.label or (s.order in kept_parents and s.order in own))
-                      and not (s.row and s.header == s.text and (s.passage, s.header) not in headed)])
+                      if (s.kind != "label" or (s.order in kept_parents and s.order in own))
+                      and not (s.kind == "row" and s.header == s.text and (s.passage, s.header) not in headed)])
