@@ -18,7 +18,8 @@ For every meaning weight (`--weights`, default the context's) this prints the cu
 the false abstention rate on answerable questions and the number of unanswerable questions abstained
 on; it marks the gate with the most correct abstentions at a false abstention of at most
 `--max-false` (the issue's target: 3%) and the current settings, then both abstentions by message
-length (at most 12 words, 13-24, 25 or more) at the current settings. `--cache` keeps what the gate
+length (at most 12 words, 13-24, 25 or more) at the current settings, and how many answers the
+hedge margin (`answer_hedge_margin`) marks as weak evidence at a few margins. `--cache` keeps what the gate
 reads of each question's windows, so a second run (other weights, the other part) skips retrieval.
 With matplotlib installed (the dev extras), `--png` draws the curve.
 
@@ -87,6 +88,20 @@ def at(points: list[Point], gate: float, words_gate: float) -> tuple[float, floa
     n_a = sum(a for a, _ in refused)
     fa = sum(r for a, r in refused if a)
     return gate, fa / max(1, n_a), fa, sum(r for a, r in refused if not a)
+
+
+def hedged(points: list[Point], gate: float, words_gate: float, margin: float) -> tuple[int, int, int, int]:
+    """(answerable hedged, answerable answered, unanswerable hedged, unanswerable answered): the answered
+    questions whose best score clears the gate by less than `margin` (`answer_hedge_margin`), whose
+    answer opens with "The documentation does not explicitly state the answer"."""
+    counts = [0, 0, 0, 0]
+    for a, _, s, m in points:
+        threshold = gate if m else words_gate
+        if s >= threshold:
+            k = 0 if a else 2
+            counts[k] += s < threshold + margin
+            counts[k + 1] += 1
+    return counts[0], counts[1], counts[2], counts[3]
 
 
 def curve(points: list[Point], words_gate: float | None) -> list[tuple[float, float, int, int]]:
@@ -162,6 +177,14 @@ def main(argv: list[str] | None = None) -> int:
           f"answer_words_gate {ctx.answer_words_gate}): false abstention {now[1]:.1%} ({now[2]}/{n_a}), "
           f"unanswerable abstained {now[3]}/{n_u}")
     print("\n".join(by_length(points, ctx.answer_gate, ctx.answer_words_gate)))
+    print(f"\nweak evidence (answered, best score under the gate + answer_hedge_margin, now "
+          f"{ctx.answer_hedge_margin:g}; the composer also hedges answers that cover little of the question)")
+    print(f"{'margin':>9}  {'answerable hedged':>20}  {'unanswerable answered, hedged':>30}")
+    for margin in sorted({0.0, 0.02, 0.05, 0.1, 0.15, 0.2, ctx.answer_hedge_margin}):
+        ah, an, uh, un = hedged(points, ctx.answer_gate, ctx.answer_words_gate, margin)
+        mark = " <- current" if margin == ctx.answer_hedge_margin else ""
+        share, unanswered = ah / max(1, an), uh / max(1, un)
+        print(f"{margin:9.2f}  {ah:9d}/{an:<4d} ({share:4.1%})  {uh:16d}/{un:<4d} ({unanswered:4.0%}){mark}")
     if args.png is not None and line:
         try:
             import matplotlib

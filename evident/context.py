@@ -221,6 +221,10 @@ class EvidentContext(CorpusFileSettings):
     answer_words_gate: float = Field(
         0.32, ge=0.0, le=1.0, description="Coverage of the question's words the offline engine needs to answer "
         "when the text was retrieved by words alone (no embeddings).")
+    answer_hedge_margin: float = Field(
+        0.1, ge=0.0, le=1.0, description="Evidence the gate admits by less than this margin (answerability "
+        "under answer_gate + margin, or coverage under answer_words_gate + margin) is weak: the offline answer "
+        "opens with 'The documentation does not explicitly state the answer' (0: never for this reason).")
 
     conversation_weight: float = Field(
         3.0, ge=0.0, le=10.0, description="Weight of the earlier messages' ranking, fused with the new turn's, "

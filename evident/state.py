@@ -102,6 +102,9 @@ class EvidentState(OutputState, total=False):
 
     principal: Principal | dict[str, Any] | None
     draft: str  # the answer before `verify` checked it
+    # The offline extractor's evidence was admitted by a narrow margin (`extractor.Extraction.weak`): the
+    # offline answer says first that the documentation does not state it explicitly. `extract` writes it.
+    weak_evidence: bool
 
 
 # -- what each step writes (a partial update of the state) ---------------------------------------------
@@ -133,6 +136,7 @@ class ExtractUpdate(Timed, total=False):
 
     mode: Mode
     passages: list[Passage]
+    weak_evidence: bool
     extractions: list[BatchExtraction] | None  # None empties the channel (merge_extractions)
     extraction_notes: list[str]
     model_errors: list[SourceError]
@@ -158,6 +162,7 @@ class QueryStart(AlignUpdate, Outcome, total=False):
     source_runs: list[SourceRun]
     notes: list[str]
     draft: str
+    weak_evidence: bool
 
 
 class DraftUpdate(Timed, total=False):
@@ -183,7 +188,7 @@ class PostprocessUpdate(Timed, total=False):
 PER_QUERY: QueryStart = {
     "mode": "", "documents": [], "retrieved": [], "source_errors": [], "source_runs": [], "model_errors": [],
     "notes": [], "passages": [], "extractions": [], "extraction_notes": [], "alignment": [], "verified": [],
-    "draft": "",
+    "draft": "", "weak_evidence": False,
     "generated_by": "", "removed_sentences": [], "answer": "", "citations": [], "status": "", "error": "",
     "timings_ms": {},
 }

@@ -29,7 +29,7 @@ from evident.nodes.common import timed
 from evident.nodes.names import EXTRACT, EXTRACT_BATCH, POSTPROCESS, batch_timing
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.offline.answerability import AnswerGate
-from evident.offline.extractor import extract_passages
+from evident.offline.extractor import Extraction, extract_evidence
 from evident.prompts.render import render_document
 from evident.state import EvidentState, ExtractBatch, ExtractUpdate
 
@@ -62,7 +62,7 @@ def merge_passages(groups: Sequence[Sequence[Passage]]) -> list[Passage]:
     return [p.model_copy(update={"passage_id": f"p{i}"}) for i, p in enumerate(keep, 1)]
 
 
-def _offline(state: EvidentState, docs: Sequence[SourceDocument], ctx: EvidentContext) -> list[Passage]:
+def _offline(state: EvidentState, docs: Sequence[SourceDocument], ctx: EvidentContext) -> Extraction:
     """The offline extractor's passages; documents retrieved by meaning are read by meaning too."""
     gate = AnswerGate.of(ctx)
     rewrite = state.get("rewrite")
@@ -71,18 +71,18 @@ def _offline(state: EvidentState, docs: Sequence[SourceDocument], ctx: EvidentCo
         # set has no unanswerable follow-up to calibrate it on, and read by meaning it refuses 4.5% of
         # doc2dial's answerable tune follow-ups against 2.6% by words. A turn of a conversation is gated by words.
         gate = gate.by_words()
-    passages = extract_passages(state["query"], docs, max_passages=ctx.max_passages,
-                                semantic_weight=ctx.semantic_weight, gate=gate, settings=ctx.offline)
-    if passages or rewrite is None or rewrite.turns == 0 or rewrite.rewritten_by != "none":
-        return passages
+    found = extract_evidence(state["query"], docs, max_passages=ctx.max_passages,
+                             semantic_weight=ctx.semantic_weight, gate=gate, settings=ctx.offline)
+    if found.passages or rewrite is None or rewrite.turns == 0 or rewrite.rewritten_by != "none":
+        return found
     # A follow-up the rule took as naming its own topic ("How do I find out if my spouse is eligible?")
     # that no text covers is read again as continuing the conversation's topic, as an elliptical turn
     # is: its own words still weigh above the carried ones, and the gate still decides.
     history = earlier_turns(list(state.get("messages") or []))
     continued, changed = condense(rewrite.asked, history, continued=True)
     if not changed:
-        return passages
-    return extract_passages(continued, docs, max_passages=ctx.max_passages,
+        return found
+    return extract_evidence(continued, docs, max_passages=ctx.max_passages,
                             semantic_weight=ctx.semantic_weight, gate=gate, settings=ctx.offline)
 
 
@@ -149,9 +149,12 @@ def extract(
     models = parts.models
     update: ExtractUpdate = {}
     docs = state.get("documents") or []
+    # Weak evidence is the offline extractor's judgement of its own passages, not of a model's.
+    update["weak_evidence"] = False
     with timed(EXTRACT, update):
         if not models.enabled(ctx):
-            update["passages"] = _offline(state, docs, ctx) if docs else []
+            found = _offline(state, docs, ctx) if docs else Extraction()
+            update["passages"], update["weak_evidence"] = found.passages, found.weak
             return update
         update.update({"mode": "llm", "extractions": None})
         batches = sorted(state.get("extractions") or [], key=lambda b: b.batch)
@@ -163,7 +166,8 @@ def extract(
             except Exception as exc:
                 reason = describe_failure(exc, ctx)
             update["model_errors"] = [reason.to_error(models.name(ctx), EXTRACT, OFFLINE_FALLBACK)]
-            update["passages"] = _offline(state, docs, ctx)
+            found = _offline(state, docs, ctx)
+            update["passages"], update["weak_evidence"] = found.passages, found.weak
             return update
         # Which request shape each call used and how its reply was read (docs/llm.md).
         update["extraction_notes"] = [
@@ -176,6 +180,6 @@ def extract(
             # Every batch failed: exactly the offline engine's passages. Some failed: the offline
             # extractor reads just the text those calls could not.
             offline_docs = docs if len(failed) == len(batches) else [d for b in failed for d in b.documents]
-            groups.append(_offline(state, offline_docs, ctx))
+            groups.append(_offline(state, offline_docs, ctx).passages)
         update["passages"] = merge_passages(groups)
     return update

@@ -71,6 +71,7 @@ def generate(
                 failure = describe_failure(exc, ctx)
                 update["model_errors"] = [failure.to_error(parts.models.name(ctx), GENERATE, OFFLINE_FALLBACK)]
         said = earlier_answers(state.get("messages") or [])
-        update["draft"] = compose_answer(state["query"], state.get("verified") or [], settings=ctx.offline, said=said)
+        update["draft"] = compose_answer(state["query"], state.get("verified") or [], settings=ctx.offline, said=said,
+                                         weak=state.get("weak_evidence", False))
         update["generated_by"] = "offline"
     return update

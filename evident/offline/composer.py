@@ -147,15 +147,16 @@ def _in_page_order(sentences: list[QuotedSentence], decisions: Sequence[Alignmen
 
 
 def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *,
-                   settings: OfflineSettings = DEFAULT_OFFLINE, said: Sequence[str] = ()) -> str:
+                   settings: OfflineSettings = DEFAULT_OFFLINE, said: Sequence[str] = (), weak: bool = False) -> str:
     """An extractive, fully cited answer from the verified (non-dropped) decisions, in the order given,
     except that a passage starting where an earlier one of the same page ends is shown right after it.
 
     `said` holds the conversation's earlier answers: a sentence one of them already gave is left
     out, unless no other sentence answers the question.
 
-    When the chosen sentences cover less than `WEAK_COVERAGE` of the query's term weight, the
-    answer is the one-line "does not explicitly state" preface followed by the details as bullets. "" when nothing
+    When the evidence is `weak` (`extractor.Extraction.weak`: the gate admitted it by a narrow margin) or
+    the chosen sentences cover less than `WEAK_COVERAGE` of the query's term weight, the answer is the
+    one-line "does not explicitly state" preface followed by the details as bullets. "" when nothing
     citable is left.
     """
     live = [d for d in decisions if d.action != "dropped" and d.quote.strip()]
@@ -167,6 +168,6 @@ def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *,
     if not sentences:
         return ""
     covered = answer_coverage(query, " ".join(s.text for s in selected))  # a prompt says what is answered
-    if covered < WEAK_COVERAGE:
+    if weak or covered < WEAK_COVERAGE:
         return _render_weak(sentences)
     return _render(sentences)

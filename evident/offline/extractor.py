@@ -9,6 +9,8 @@ framework imports.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TypedDict, Unpack
 
 from evident.alignment.models import Passage, SourceDocument
 from evident.context import DEFAULT_OFFLINE, OfflineSettings
@@ -16,7 +18,10 @@ from evident.offline.answerability import DEFAULT_GATE, AnswerGate, Evidence
 from evident.offline.units import COPY_MIN_WORDS, Unit
 from evident.offline.windows import CandidateWindow, candidate_windows
 
-__all__ = ["SECONDARY_SCORE_RATIO", "address_score", "extract_passages", "join_openings", "window_evidence"]
+__all__ = [
+    "SECONDARY_SCORE_RATIO", "Extraction", "address_score", "extract_evidence", "extract_passages", "join_openings",
+    "window_evidence",
+]
 
 # A window after the first must score at least this share of the best one (see `_says_more`).
 SECONDARY_SCORE_RATIO = 0.5
@@ -43,7 +48,34 @@ def window_evidence(
     return [w.evidence for w in candidate_windows(query, documents, semantic_weight, settings)[2]] if documents else []
 
 
+@dataclass(frozen=True)
+class Extraction:
+    """The extractor's passages, and whether its evidence is weak: the gate admitted a window, but none
+    by `AnswerGate.hedge_margin` (the composer then opens the answer by saying so)."""
+
+    passages: list[Passage] = field(default_factory=list)
+    weak: bool = False
+
+
+class ExtractOptions(TypedDict, total=False):
+    """`extract_evidence`'s keyword arguments, which `extract_passages` takes too."""
+
+    max_passages: int
+    max_per_document: int
+    semantic_weight: float
+    gate: AnswerGate
+    settings: OfflineSettings
+    secondary_score_ratio: float
+
+
 def extract_passages(
+    query: str, documents: Sequence[SourceDocument], **options: Unpack[ExtractOptions]
+) -> list[Passage]:
+    """`extract_evidence(query, documents, **options).passages`: the passages alone."""
+    return extract_evidence(query, documents, **options).passages
+
+
+def extract_evidence(
     query: str,
     documents: Sequence[SourceDocument],
     *,
@@ -53,7 +85,7 @@ def extract_passages(
     gate: AnswerGate = DEFAULT_GATE,
     settings: OfflineSettings = DEFAULT_OFFLINE,
     secondary_score_ratio: float = SECONDARY_SCORE_RATIO,
-) -> list[Passage]:
+) -> Extraction:
     """Verbatim sentence windows from `documents` (in retrieval rank order) relevant to `query`.
 
     Each passage is `document.content[start:end]` for a window of at most `settings.window_units`
@@ -63,8 +95,8 @@ def extract_passages(
     (ties: document order, then position); at most `max_per_document` per document, never
     overlapping; then the same text on other retrieved pages, cited there too (`_with_copies`; these
     copies do not count toward `max_passages`).
-    Returns [] when no window is answerable enough for `gate` (`evident.offline.answerability`): the
-    caller then answers "not sufficient information".
+    No passages when no window is answerable enough for `gate` (`evident.offline.answerability`): the
+    caller then answers "not sufficient information"; `weak` when no window is by the gate's margin.
 
     `semantic_weight`: the share of meaning in the windows' ranking, for documents retrieved by meaning
     (`evident.offline.windows.candidate_windows`); 0 ranks by words alone. `secondary_score_ratio`: the
@@ -72,15 +104,13 @@ def extract_passages(
     answer leads with).
     """
     if max_passages <= 0 or not documents:
-        return []
+        return Extraction()
     scorer, units, windows = candidate_windows(query, documents, semantic_weight, settings)
-    if not windows:
-        return []
     # The answer leads with a window the gate admits: the best-ranked one whose words cover enough,
     # else the best-ranked one. Never with one it refuses, whose words matched and meaning did not.
     admitted = [w for w in windows if gate.admits(w.evidence)]
     if not admitted:
-        return []
+        return Extraction()
     best = next((w for w in admitted if w.coverage >= gate.words_gate), admitted[0])
 
     chosen: list[tuple[int, int, int]] = []  # (document, first unit, last unit), best first
@@ -110,7 +140,7 @@ def extract_passages(
         sentences = [doc.content[u.start : u.end] for u in span if not u.noise and len(u.key) >= COPY_MIN_WORDS]
         whole = [passages[-1].content] if sum(len(u.key) for u in span) >= COPY_MIN_WORDS else []
         pieces.append(whole + sentences)
-    return _with_copies(passages, pieces, documents)
+    return Extraction(_with_copies(passages, pieces, documents), not any(gate.assures(w.evidence) for w in admitted))
 
 
 def _says_more(w: CandidateWindow, best: CandidateWindow) -> bool:

@@ -5,17 +5,20 @@ in as a retrieval by meaning attaches them (`SEMANTIC_WINDOWS`). What is pinned:
 asker's situation before the question lower its cosine but not its coverage, and do not flip an
 answerable question to a refusal; a question put in other words than the page's is answered by meaning where the
 words alone refuse it; meaning alone (no word shared with the question) never passes; a question the page is
-related to but does not answer is refused, by meaning and by words alike.
+related to but does not answer is refused, by meaning and by words alike; evidence the gate admits by
+a narrow margin is weak.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
 from evident.alignment.models import SourceDocument
 from evident.embeddings.meaning import SEMANTIC_WINDOWS
 from evident.offline.answerability import ALWAYS, DEFAULT_GATE, AnswerGate, Evidence, answerability
-from evident.offline.extractor import extract_passages, window_evidence
+from evident.offline.extractor import extract_evidence, extract_passages, window_evidence
 
 ANNUAL = "Employees get 25 days of annual leave per year."
 EXPIRY = "Unused days expire on 31 March of the next year."
@@ -117,3 +120,34 @@ def test_a_turn_of_a_conversation_is_gated_by_its_words() -> None:
     assert not gate.admits(covered_but_far)
     assert gate.by_words().admits(covered_but_far)
     assert not gate.by_words().admits(Evidence(coverage=0.3, cosine=0.9))
+
+
+def test_evidence_the_gate_admits_by_a_narrow_margin_is_weak() -> None:
+    # The page says when unused days expire, not whether they are paid out: "unused" and "days" are on it,
+    # "vacation", "paid out" and "resign" are not. By words, a third of the question: just past the gate.
+    message = "Are unused vacation days paid out when I resign?"
+    coverage = max(e.coverage for e in window_evidence(message, [_page()]))
+    assert DEFAULT_GATE.words_gate <= coverage < DEFAULT_GATE.words_gate + DEFAULT_GATE.hedge_margin
+    found = extract_evidence(message, [_page()])
+    assert found.passages and EXPIRY in found.passages[0].content
+    assert found.weak
+    assert found.passages == extract_passages(message, [_page()])
+    # No margin, no weak evidence; a question the page answers outright is not weak either.
+    assert not extract_evidence(message, [_page()], gate=replace(DEFAULT_GATE, hedge_margin=0.0)).weak
+    assert not extract_evidence(QUESTION, [_page()]).weak
+    assert not extract_evidence(QUESTION, [_page(COSINES[QUESTION])], semantic_weight=0.4).weak
+    # Refused evidence is no evidence: nothing to be weak about.
+    refused = extract_evidence("How many weeks of paternity leave do fathers get?", [_page()])
+    assert refused.passages == [] and not refused.weak
+
+
+def test_the_margin_is_read_on_the_threshold_each_window_is_gated_by() -> None:
+    gate = AnswerGate(meaning_weight=0.7, gate=0.38, words_gate=0.32, hedge_margin=0.1)
+    by_words = Evidence(coverage=0.35, cosine=None)
+    assert gate.admits(by_words) and not gate.assures(by_words)
+    assert gate.assures(Evidence(coverage=0.43, cosine=None))
+    by_meaning = Evidence(coverage=0.5, cosine=0.4)  # answerability 0.43
+    assert gate.admits(by_meaning) and not gate.assures(by_meaning)
+    assert gate.assures(Evidence(coverage=0.5, cosine=0.5))  # 0.50
+    assert gate.by_words().hedge_margin == gate.hedge_margin
+    assert ALWAYS.hedge_margin == 0.0 and ALWAYS.assures(Evidence(0.0, None))
