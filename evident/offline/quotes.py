@@ -21,6 +21,7 @@ __all__ = ["QuotedSentence", "quoted_sentences"]
 # What a citable sentence is in its quote: prose, a prose line ending in ":" that introduces the items
 # after it, a list item, a table row or a code line (the last three are shown on lines of their own).
 SentenceKind = Literal["prose", "label", "item", "row", "code"]
+_OWN_LINE: frozenset[Kind] = frozenset({"item", "row", "code"})
 
 
 @dataclass
@@ -60,7 +61,7 @@ class QuotedSentence:
     @property
     def bullet(self) -> bool:
         """Shown on a line of its own: a list item, table row or code line."""
-        return self.kind in ("item", "row", "code")
+        return self.kind in _OWN_LINE
 
     @property
     def lead(self) -> bool:
@@ -147,7 +148,7 @@ def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSente
                 text = " ".join((strip_marker(raw, kind) if kind in ("item", "row") else raw).split())
                 if not content_keys(text):
                     continue
-                prompt = reader.read(raw, text, kind in ("item", "row", "code"))
+                prompt = reader.read(raw, text, kind in _OWN_LINE)
                 # Merged only when identical (modulo spacing): the one sentence shown must be a
                 # verbatim quote of every document it cites.
                 if text in by_key:
@@ -156,6 +157,7 @@ def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSente
                         seen.urls.append(decision.url)
                     gap = True
                     continue
+                # (The tuple, not _OWN_LINE, so that the type checker narrows `kind` to a SentenceKind.)
                 shown: SentenceKind = (
                     kind if kind in ("item", "row", "code") else "label" if text.endswith(":") else "prose"
                 )
