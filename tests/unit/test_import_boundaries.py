@@ -194,7 +194,7 @@ LAYERS: dict[str, int] = {
     "connectors": 2, "llm": 2, "offline": 2, "citations": 2, "conversation": 2, "embeddings": 2, "prompts": 2,
     "nodes": 3,
     "graph": 4,
-    "commands": 5, "web": 5, "eval": 5, "cli": 5, "": 5,
+    "commands": 5, "web": 5, "eval": 5, "cli": 5, "agent": 5, "": 5,
 }
 
 def layer_key(module: str) -> str:
