@@ -2,12 +2,12 @@
 
 The first step of every query. Input `{"query": ...}` is a standalone question, taken as it is (its
 answer still joins `messages`, so a later follow-up on the thread can refer to it). Input
-`{"messages": [...]}` (anything after the graph's last answer) is a conversation, which must end with
-the user's message: its last message is turned into a standalone question, by the chat model in
-LLM mode (evident/prompts/rewrite.py) or by the offline rule (evident/conversation/rule.py). A failed
-model call falls back to the rule and is reported in `model_errors` (status `degraded`). The result
-is `query` (what retrieval, extraction and generation use), `standalone_query`, and `rewrite` (how it
-was made), written at every turn.
+`{"messages": [...]}` (anything after the graph's last answer) is a conversation, which must hold a
+user's message after that answer: the last one is the question, turned into a standalone one by the
+chat model in LLM mode (evident/prompts/rewrite.py) or by the offline rule
+(evident/conversation/rule.py). A failed model call falls back to the rule and is reported in
+`model_errors` (status `degraded`). The result is `query` (what retrieval, extraction and generation
+use), `standalone_query`, and `rewrite` (how it was made), written at every turn.
 
 The messages may be an agent's state: the question is the last human message after the graph's last
 answer, and the rewrite reads the conversation's turns before it, the user's messages and the
