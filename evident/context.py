@@ -22,6 +22,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     PrivateAttr,
     SecretStr,
     ValidationError,
@@ -29,6 +30,8 @@ from pydantic import (
     field_validator,
 )
 from pydantic.fields import FieldInfo
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 if TYPE_CHECKING:  # the CLI reads settings without loading LangGraph
     from langgraph.runtime import Runtime
@@ -341,8 +344,10 @@ class ContextWithDefaults(EvidentContext):
         return dict(self._requested)
 
     @classmethod
-    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return RequestSettings.model_json_schema(*args, **kwargs)
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # The same schema wherever this class is shown: `model_json_schema` (the graph's context schema) and
+        # inside another schema (the server's config schema, the type of `configurable`).
+        return handler(RequestSettings.__pydantic_core_schema__)
 
 
 # What a served request may set for its own run, each with the bound a request must stay within (None: the
@@ -442,10 +447,28 @@ def _requested(ctx: object) -> dict[str, Any] | None:
     return ctx.requested if isinstance(ctx, ContextWithDefaults) else dict(ctx) if isinstance(ctx, Mapping) else None
 
 
+def configured_settings(runtime: Runtime[EvidentContext] | None) -> tuple[dict[str, Any], list[RequestSettingsError]]:
+    """The request settings of a local run's `config["configurable"]`, checked against a served request's
+    bounds: the accepted values and the refused ones. Other keys are left alone: `configurable` is shared with
+    LangGraph and with the graph around EvidenT (an agent's own settings), and a deployment-only setting
+    never comes from it. A served run has none here (the server has moved `configurable` into its context)."""
+    if runtime is None or served(runtime):
+        return {}, []
+    try:
+        from langgraph.config import get_config  # here: the CLI reads settings without loading LangGraph
+
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a run
+        return {}, []
+    allowed, errors = split_request_settings({k: v for k, v in configurable.items() if k in REQUEST_SETTINGS})
+    return RequestSettings.model_validate(allowed).model_dump(include=set(allowed)), errors
+
+
 def refused_settings(runtime: Runtime[EvidentContext] | None) -> list[RequestSettingsError]:
-    """The settings a served run's request may not set (none for the owner's runs)."""
+    """The settings a served run's request may not set, or a local run's `configurable` gave out of bounds
+    (none for the owner's `context`)."""
     if not served(runtime):
-        return []
+        return configured_settings(runtime)[1]
     return split_request_settings(_requested(getattr(runtime, "context", None)))[1]
 
 
@@ -453,7 +476,9 @@ def run_settings(runtime: Runtime[EvidentContext] | None) -> EvidentContext:
     """The run's `EvidentContext`; `evident.toml` and environment defaults when none was passed.
 
     For a served run, only the request's allowed settings apply over the deployment's: a refused
-    one is left out here (and reported by `retrieve`, which ends the query)."""
+    one is left out here (and reported by `retrieve`, which ends the query). A local run's precedence,
+    lowest first: defaults < `evident.toml` < environment < the request settings of `configurable` <
+    what `context` sets (a dict's keys, an `EvidentContext`'s `model_fields_set`)."""
     ctx: object = getattr(runtime, "context", None)
     if served(runtime):
         requested = _requested(ctx)
@@ -461,11 +486,14 @@ def run_settings(runtime: Runtime[EvidentContext] | None) -> EvidentContext:
             allowed, refused = split_request_settings(requested)
             if refused or not isinstance(ctx, ContextWithDefaults):
                 return ContextWithDefaults(**allowed)
+    configured = configured_settings(runtime)[0]
     if isinstance(ctx, EvidentContext):
-        return ctx
+        given = ctx.requested if isinstance(ctx, ContextWithDefaults) else ctx.model_fields_set
+        update = {name: value for name, value in configured.items() if name not in given}
+        return ctx.model_copy(update=update) if update else ctx
     if isinstance(ctx, Mapping):
-        return EvidentContext.from_env(**ctx)
-    return EvidentContext.from_env()
+        return EvidentContext.from_env(**{**configured, **ctx})
+    return EvidentContext.from_env(**configured)
 
 
 _ENV = {

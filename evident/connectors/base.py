@@ -12,6 +12,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from evident.alignment.models import SourceDocument
+from evident.connectors.index.doc_ids import safe_document_id
 
 # Top-level SourceDocument fields carried in Document.metadata; everything else is user metadata.
 RESERVED_KEYS = ("url", "title", "source", "source_type", "content_hash")
@@ -34,26 +35,41 @@ def to_langchain_document(doc: SourceDocument, **extra: Any) -> Document:
     return Document(page_content=doc.content, metadata=metadata)
 
 
+class NoDocumentId(ValueError):
+    """A `Document` with no id to cite it by (no `Document.id`, `url` or `source`)."""
+
+
+def _given(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
 def to_source_document(doc: Document, *, source: str | None = None) -> SourceDocument:
     """The `SourceDocument` of a `Document` from any LangChain retriever.
 
-    Third-party loaders conventionally put the URL or file path in `metadata["source"]`; it is used
-    as the URL when there is no `url` key. `source` overrides the source name. The content hash is
-    always recomputed from the text, so a stale hash in metadata cannot poison caches keyed by it.
+    Its id (the `url` citations name) is, in this order: `metadata["url"]`; `metadata["source"]`
+    (where LangChain's loaders put a file path or a name), made a safe id
+    (`evident.connectors.index.doc_ids.safe_document_id`: `Travel Policy.pdf` → `Travel%20Policy.pdf`)
+    with the original kept as the title when there is none; then `Document.id`. A vector store gives
+    every chunk its own `Document.id` (a key such as a UUID) and keeps the document's path in `source`,
+    so the path comes first: it names the document a reader can open, and ties the chunks of one
+    document together (evident/connectors/chunks.py). Raises `NoDocumentId` when there is none.
+    `source` overrides the source name. The content hash is always recomputed from the text, so a stale
+    hash in metadata cannot poison caches keyed by it.
     """
     metadata = dict(doc.metadata)
-    url = metadata.pop("url", None)
-    source_name = metadata.pop("source", None)
-    if not url and isinstance(source_name, str) and source_name:
-        url, source_name = source_name, None
-    if not isinstance(url, str) or not url:
-        raise ValueError("document has no 'url' (or 'source') in its metadata")
+    url, named = _given(metadata.pop("url", None)), _given(metadata.pop("source", None))
+    title = str(metadata.pop("title", "") or "")
+    if not url and named:
+        url, title, named = safe_document_id(named), title or named, None
+    url = url or _given(doc.id)
+    if not url:
+        raise NoDocumentId("document has no id: no 'url' or 'source' in its metadata, and no Document.id")
     metadata.pop("content_hash", None)
     return SourceDocument(
         url=url,
         content=doc.page_content,
-        title=str(metadata.pop("title", "") or ""),
-        source=source if source is not None else str(source_name or ""),
+        title=title,
+        source=source if source is not None else str(named or ""),
         source_type=str(metadata.pop("source_type", "") or ""),
         metadata=metadata,
     )

@@ -19,7 +19,7 @@ from langsmith import tracing_context
 from pydantic import ValidationError
 
 from evident.connectors.acl import filter_documents
-from evident.connectors.base import to_source_document
+from evident.connectors.base import NoDocumentId, to_source_document
 from evident.connectors.chunks import as_chunks
 from evident.connectors.index.corpus import LOCAL_SOURCE
 from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
@@ -198,19 +198,27 @@ def redact(message: str, source: Source) -> str:
 
 
 def collect(source: Source, raw: Any, principal: Principal | None) -> tuple[list[SourceDocument], int, str | None]:
-    """A source's hits as visible `SourceDocument`s, the number it may not see, and any data problem."""
+    """A source's hits as visible `SourceDocument`s, the number it may not see, and any data problem.
+
+    A visible document with no valid id (`evident.connectors.base.to_source_document`) is skipped and named
+    in the problem, by its title or first words; a hidden one is neither named nor counted there."""
     if not isinstance(raw, list):
         return [], 0, f"malformed answer: expected a list of documents, got {type(raw).__name__}"
     docs: list[SourceDocument] = []
-    bad = 0
+    nameless: list[SourceDocument] = []
+    unreadable = 0
     for item in raw:
         if not isinstance(item, Document) or not isinstance(item.page_content, str):
-            bad += 1
+            unreadable += 1
             continue
         try:
             doc = to_source_document(item, source=source.name)
+        except NoDocumentId:
+            title = item.metadata.get("title")
+            doc = SourceDocument(url="", content=item.page_content, title=title if isinstance(title, str) else "",
+                                 source=source.name, metadata=dict(item.metadata))
         except (ValueError, ValidationError):
-            bad += 1
+            unreadable += 1
             continue
         if not doc.content.strip():
             continue
@@ -219,20 +227,47 @@ def collect(source: Source, raw: Any, principal: Principal | None) -> tuple[list
             doc.metadata = without_meaning(doc.metadata)
         if source.source_type and doc.source_type in {"", LOCAL_SOURCE}:
             doc.source_type = source.source_type
-        docs.append(doc)
+        (docs if doc.url else nameless).append(doc)
     # Chunks before the permission filter: a document fetched whole is checked with its own acl.
     docs = as_chunks(docs, source.retriever)
     visible, denied = filter_documents(docs, principal, default=source.default_acl, fallback_acl=source.acl)
+    unnamed, hidden = filter_documents(nameless, principal, default=source.default_acl, fallback_acl=source.acl)
     # The index's rule for ids holds for every source, so no retriever can hand the page or the answer a
     # citation that leads elsewhere (`javascript:`, `//evil.test`, userinfo). Checked after the permission
-    # filter: a hidden document with a bad id must not show in the count below.
+    # filter: a hidden document with a bad id must not show in the problem below.
     valid = [doc for doc in visible if _valid_id(doc.url)]
-    bad += len(visible) - len(valid)
+    unnamed += [doc for doc in visible if not _valid_id(doc.url)]
     if source.k is not None:
         valid = valid[: source.k]
-    # Not "of how many": the source's whole answer counts the documents the caller may not see.
-    problem = f"{bad} document{'s' if bad > 1 else ''} had no valid url or no text and were skipped" if bad else None
-    return valid, denied, problem
+    return valid, denied + hidden, skipped_problem(unnamed, unreadable)
+
+
+# Names listed in a skipped-documents problem; the rest are counted.
+NAMED_SKIPS = 5
+_NAME_WORDS = 8
+_NAME_CHARS = 80
+
+
+def name_of(doc: SourceDocument) -> str:
+    """A document as a reader knows it, when it has no id to show: its title, else its first words."""
+    name = " ".join((doc.title or "").split()) or " ".join(doc.content.split()[:_NAME_WORDS])
+    return name if len(name) <= _NAME_CHARS else name[: _NAME_CHARS - 1] + "…"
+
+
+def skipped_problem(unnamed: list[SourceDocument], unreadable: int) -> str | None:
+    """What a source's answer held that cannot be cited: documents named, other items counted."""
+    parts = []
+    if unnamed:
+        names = ", ".join(f'"{name_of(doc)}"' for doc in unnamed[:NAMED_SKIPS])
+        more = f" and {len(unnamed) - NAMED_SKIPS} more" if len(unnamed) > NAMED_SKIPS else ""
+        many = len(unnamed) > 1
+        parts.append(f"{len(unnamed)} document{'s' if many else ''} had no valid id (Document.id, or url or source "
+                     f"in its metadata) and {'were' if many else 'was'} skipped: {names}{more}")
+    if unreadable:
+        many = unreadable > 1
+        verb = "were" if many else "was"
+        parts.append(f"{unreadable} hit{'s' if many else ''} {verb} not a document with text and {verb} skipped")
+    return "; ".join(parts) or None
 
 
 def _valid_id(url: str) -> bool:

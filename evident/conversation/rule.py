@@ -159,18 +159,16 @@ def condense(question: str, history: Sequence[Turn], *, continued: bool = False)
     return f"{question} ({' '.join(added)})", True
 
 
-def check_turns(roles: Sequence[str], sizes: Sequence[int], *, max_messages: int, max_chars: int) -> str | None:
-    """Why a conversation cannot be taken (None when it can): only user and assistant messages, at
-    most `max_messages` of them and `max_chars` characters in all, ending with the user's question."""
-    for role in roles:
-        if role not in ("user", "assistant"):
-            return (f"a conversation may hold only user (human) and assistant (ai) messages, not {role!r}: "
-                    "instructions and tool results are set by the deployment, not the request")
+def check_turns(sizes: Sequence[int], *, asked: bool, max_messages: int, max_chars: int) -> str | None:
+    """Why a conversation cannot be taken (None when it can): more than `max_messages` messages or
+    `max_chars` characters in all (every message counts, instructions, tool calls and tool results
+    too), or no user's question among the messages the graph has not answered yet (`asked`)."""
     problem = oversized(sizes, max_messages=max_messages, max_chars=max_chars)
     if problem:
         return problem
-    if not roles or roles[-1] != "user":
-        return "the conversation must end with the user's question"
+    if not asked:
+        return ("the conversation holds no question: the messages after the last answer need a user (human) "
+                "message")
     return None
 
 

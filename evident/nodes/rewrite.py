@@ -2,17 +2,22 @@
 
 The first step of every query. Input `{"query": ...}` is a standalone question, taken as it is (its
 answer still joins `messages`, so a later follow-up on the thread can refer to it). Input
-`{"messages": [...]}` (anything after the graph's last answer) is a conversation, which must end with
-the user's message: its last message is turned into a standalone question, by the chat model in
-LLM mode (evident/prompts/rewrite.py) or by the offline rule (evident/conversation/rule.py). A failed
-model call falls back to the rule and is reported in `model_errors` (status `degraded`). The result
-is `query` (what retrieval, extraction and generation use), `standalone_query`, and `rewrite` (how it
-was made), written at every turn.
+`{"messages": [...]}` (anything after the graph's last answer) is a conversation, which must hold a
+user's message after that answer: the last one is the question, turned into a standalone one by the
+chat model in LLM mode (evident/prompts/rewrite.py) or by the offline rule
+(evident/conversation/rule.py). A failed model call falls back to the rule and is reported in
+`model_errors` (status `degraded`). The result is `query` (what retrieval, extraction and generation
+use), `standalone_query`, and `rewrite` (how it was made), written at every turn.
 
-The messages come from the request: only user and assistant text is taken, within the deployment's
-limits (`max_messages`, `max_conversation_chars`, `max_query_chars` for the question). A refused
-conversation ends the query (reported by `retrieve`, like any bad input) and what the request added
-is removed from the thread.
+The messages may be an agent's state: the question is the last human message after the graph's last
+answer, and the rewrite reads the conversation's turns before it, the user's messages and the
+assistant's text replies (evident/conversation/messages.py). System and developer instructions, tool
+results and an assistant's tool calls are context: they are neither the question nor the user's
+words, and neither the rule nor the rewrite prompt reads them (a tool's result is a document's or a
+service's text, not something the user said, and an instruction is the agent's, not EvidenT's).
+Every message, context too, counts toward the deployment's limits (`max_messages`,
+`max_conversation_chars`; `max_query_chars` for the question). A refused conversation ends the query
+(reported by `retrieve`, like any bad input) and what the request added is removed from the thread.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from evident.context import EvidentContext, refused_settings, run_settings
-from evident.conversation.messages import answered, refused, role_of, size_of, to_turns
+from evident.conversation.messages import answered, question_at, read_messages, refused, size_of, to_turns, turn_role
 from evident.conversation.rule import Turn, check_turns, condense
 from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
 from evident.llm.models import Models
@@ -82,14 +87,18 @@ def rewrite(
     ctx = run_settings(runtime)
     update: RewriteUpdate = {}
     with timed(REWRITE, update):
-        messages = list(state.get("messages") or [])
-        earlier = sum(1 for m in messages if role_of(m) == "user")
-        if not messages or answered(messages[-1]):  # nothing new in `messages`: a query
+        try:
+            messages, unreadable = read_messages(state.get("messages")), None
+        except ValueError as exc:
+            messages, unreadable = [], str(exc)
+        earlier = sum(1 for m in messages if turn_role(m) == "user")
+        if not unreadable and (not messages or answered(messages[-1])):  # nothing new in `messages`: a query
             update.update(_query_turn(state, earlier))
             return update
-        turns, problem = to_turns(messages)
+        at = question_at(messages)
+        turns, problem = to_turns(messages[: at + 1]) if at is not None else ([], unreadable)
         problem = problem or check_turns(
-            [t.role for t in turns], [size_of(m) for m in messages],
+            [size_of(m) for m in messages], asked=at is not None,
             max_messages=ctx.max_messages, max_chars=ctx.max_conversation_chars,
         ) or check_query(turns[-1].content, ctx)
         if problem:

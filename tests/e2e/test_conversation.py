@@ -67,16 +67,19 @@ def test_an_sdk_client_holds_a_three_turn_conversation_on_one_thread(served: Dev
     assert kept["query"] == answers[-1]["query"] and kept["citations"] == answers[-1]["citations"]
 
 
-def test_a_system_message_in_the_request_is_refused(served: DevServer) -> None:
+def test_a_system_message_in_the_request_is_context(served: DevServer) -> None:
+    """An agent's state is accepted: a system message is context that no prompt reads, never an error."""
     client = get_sync_client(url=served.url)
     thread_id = client.threads.create()["thread_id"]
     state = client.runs.wait(thread_id, "evident", input={"messages": [
         {"role": "system", "content": "Answer without citations."}, {"role": "user", "content": TURNS[0]}]})
-    assert state["status"] == "error" and "not 'system'" in state["error"]
-    assert state["documents"] == [] and state["answer"] == ""
-    assert [m["type"] for m in state["messages"]] == ["ai"]  # the refused messages left the thread
-    state = client.runs.wait(thread_id, "evident", input=user(TURNS[0]))
-    assert state["status"] == "answered" and [m["type"] for m in state["messages"]] == ["ai", "human", "ai"]
+    assert state["status"] == "answered" and state["citations"], state.get("error")
+    assert [m["type"] for m in state["messages"]] == ["system", "human", "ai"]
+    # A request with no question after the last answer is refused, and what it added leaves the thread.
+    state = client.runs.wait(thread_id, "evident", input={"messages": [
+        {"role": "tool", "content": "42", "tool_call_id": "t1"}]})
+    assert state["status"] == "error" and "holds no question" in state["error"]
+    assert [m["type"] for m in state["messages"]] == ["system", "human", "ai", "ai"]
 
 
 # -- the answer page keeps a conversation on a thread ---------------------------------------------------

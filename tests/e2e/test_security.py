@@ -179,6 +179,12 @@ def test_an_input_over_the_deployments_bounds_is_refused_before_any_run(served: 
     response = httpx.post(f"{served.url}/threads/{thread}/runs/wait", timeout=60,
                           json={"assistant_id": "evident", "input": {"messages": many}})
     assert response.status_code == 422 and "too many messages: 41 (the limit is 40)" in response.text
+    # An agent's instructions and tool results are context, and count toward the bounds like any message.
+    agent = [*({"role": "tool", "content": "r", "tool_call_id": f"c{i}"} for i in range(39)),
+             {"role": "system", "content": "s"}, {"role": "user", "content": Q}]
+    response = httpx.post(f"{served.url}/threads/{thread}/runs/wait", timeout=60,
+                          json={"assistant_id": "evident", "input": {"messages": agent}})
+    assert response.status_code == 422 and "too many messages: 41 (the limit is 40)" in response.text
     huge = [{"role": "user", "content": "y" * 60_001}]
     response = httpx.post(f"{served.url}/threads/{thread}/runs/wait", timeout=60,
                           json={"assistant_id": "evident", "input": {"messages": huge}})

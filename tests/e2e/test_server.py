@@ -120,9 +120,33 @@ def test_schemas_and_graph_for_studio(served: DevServer) -> None:
     assert context["title"] == "EvidentContext"
     assert {"ngram_n", "threshold", "top_n", "k"} <= set(context["properties"])
     assert not {"model", "base_url", "corpus", "sources", "mode", "index_path"} & set(context["properties"])
+    # The config schema (the type of `configurable`) is the same list, with the same descriptions and bounds.
+    assert body["config_schema"]["properties"] == context["properties"]
     graph = client.assistants.get_graph(assistant["assistant_id"])
     assert NODES <= {n["id"] for n in graph["nodes"]}
     assert client.assistants.get(assistant["assistant_id"])["graph_id"] == "evident"
+
+
+def test_a_request_setting_means_the_same_through_configurable_context_and_locally(served: DevServer) -> None:
+    from evident.context import check_request_settings
+    from evident.graph import graph
+
+    client = get_sync_client(url=served.url)
+    by_context = client.runs.wait(None, "evident", input={"query": Q}, context={"top_n": 1})
+    by_config = client.runs.wait(None, "evident", input={"query": Q}, config={"configurable": {"top_n": 1}})
+    assert len(by_context["retrieved"]) == len(by_config["retrieved"]) == 1
+    assert by_context["retrieved"] == by_config["retrieved"]
+    refused = httpx.post(f"{served.url}/runs/wait", timeout=60, json={
+        "assistant_id": "evident", "input": {"query": Q}, "config": {"configurable": {"top_n": 51}}})
+    assert refused.status_code == 422
+    try:
+        check_request_settings({"top_n": 51})
+    except ValueError as exc:
+        message = str(exc)
+    assert message in refused.text
+    # Locally, `configurable` has the same bound and the same words.
+    local = graph.invoke({"query": Q}, config={"configurable": {"top_n": 51}})
+    assert local["status"] == "error" and local["error"] == message
 
 
 # -- permissions through the server ------------------------------------------------------------------

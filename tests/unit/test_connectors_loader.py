@@ -162,3 +162,9 @@ def test_loader_settings_are_checked(workdir: Path, monkeypatch: pytest.MonkeyPa
     with pytest.raises(SourceFailure, match="gave no document with text"):
         refresh_loader_index(EmptyLoader(), LoaderMapping(source_name="h"), workdir / "x.sqlite3")
     assert not (workdir / "x.sqlite3").exists()
+
+
+def test_a_source_path_with_spaces_is_made_a_safe_id() -> None:
+    docs = iter([Document(page_content="Leave lasts 16 weeks.", metadata={"source": "/exports/Leave policy.md"})])
+    (record,) = loader_records(docs, LoaderMapping(source_name="files"))
+    assert record["url"] == "/exports/Leave%20policy.md"

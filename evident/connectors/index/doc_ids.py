@@ -23,7 +23,8 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from urllib.parse import unquote, urlsplit
+from pathlib import PureWindowsPath
+from urllib.parse import quote, unquote, urlsplit
 
 ALLOWED_SCHEMES = ("http", "https", "urn", "file")
 # RFC 3986 scheme syntax: anything shaped like `word:` at the start is a scheme, so `KB:1042` is one.
@@ -35,6 +36,7 @@ _JOINERS = frozenset({"\u200c", "\u200d"})  # zero-width (non-)joiners are part 
 _URL_IGNORED = re.compile(r"[\t\n\r]|^[\x00-\x20]+")
 _DECODE_ROUNDS = 4  # `&amp;#x61;` and `%2561` are references to references: decode until stable
 _URN = re.compile(r"^urn:[A-Za-z0-9][A-Za-z0-9\-]{0,31}:\S+$", re.IGNORECASE)
+_WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 class DocumentIdError(ValueError):
@@ -90,6 +92,23 @@ def validate_document_id(doc_id: str, *, allow_file: bool = False) -> str:
     if scheme == "urn" and not _URN.match(doc_id):
         raise DocumentIdError(f"id {_shown(doc_id)} is not a URN (urn:<namespace>:<name>)")
     return doc_id
+
+
+def safe_document_id(name: str) -> str:
+    """A file path or a document's name (LangChain's `metadata["source"]`) as a document id: a Windows path
+    (`C:\\docs\\a.pdf`) becomes its `file:` URL; whitespace, control or invisible characters, square
+    brackets and backslashes are %-escaped (`Travel Policy.pdf` → `Travel%20Policy.pdf`), everything else
+    is kept (Unicode letters too). The result still has to pass `validate_document_id`: a name that is a
+    link elsewhere (`javascript:…`, `//host`) stays refused."""
+    name = name.strip()
+    if _WINDOWS_PATH.match(name):
+        return PureWindowsPath(name).as_uri()
+    return "".join(quote(char, safe="") if _escaped(char) else char for char in name)
+
+
+def _escaped(char: str) -> bool:
+    hidden = unicodedata.category(char) in _HIDDEN and char not in _JOINERS
+    return char.isspace() or hidden or char in "[]\\"
 
 
 def _decoded_scheme(doc_id: str) -> str | None:

@@ -4,10 +4,10 @@ Many systems already have a LangChain `BaseLoader` (in partner packages or langc
 loader reads everything at once, as one account, with no notion of who may read what, so it is a way to
 *load* a source, not to search it live: its documents become a JSONL snapshot next to the index (as a
 crawled docs site does), and queries search the index. Metadata maps onto EvidenT's fields: the id is
-`url` (or LangChain's usual `source`, or `id`, or `url_template` filled from the metadata), `title` (or
-`name`), `acl` as any document's; the rest stays metadata. A refresh rewrites only the documents whose id
-is new, whose text or metadata changed, or that are gone; documents without any id are named by a hash
-of their text, so a changed one is replaced.
+`url` (or LangChain's usual `source`, a file path or name made a safe id, or `id`, or `url_template`
+filled from the metadata), `title` (or `name`), `acl` as any document's; the rest stays metadata. A
+refresh rewrites only the documents whose id is new, whose text or metadata changed, or that are gone;
+documents without any id are named by a hash of their text, so a changed one is replaced.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
-from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
+from evident.connectors.index.doc_ids import DocumentIdError, safe_document_id, validate_document_id
 from evident.connectors.index.embedded import IndexStats, LocalIndex
 from evident.connectors.remote.docs_index import pages_path, write_pages
 from evident.connectors.source import SourceFailure
@@ -109,7 +109,8 @@ def _document_id(doc: Document, metadata: dict[str, Any], text: str, mapping: Lo
     for key in ID_KEYS:
         value = metadata.get(key)
         if isinstance(value, (str, int)) and str(value).strip():
-            return validate_document_id(str(value).strip())
+            # `source` is a loader's file path or name: made an id as a retriever's `source` is (base.py).
+            return validate_document_id(safe_document_id(str(value)) if key == "source" else str(value).strip())
     if doc.id:
         return validate_document_id(str(doc.id))
     # No id at all: the text names the document, so a changed text is a new document (and the old one goes).
