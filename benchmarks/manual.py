@@ -14,12 +14,13 @@ The script installs `git-doc` when the manual is missing (apt-get, as root; othe
 to run), then checks the questions against the manual's text as the index reads it: every fact on
 every page named for it, every `absent` pattern on no page (`--check` stops there), so the
 benchmark cannot rot when the manual changes. It copies the manual's HTML pages (not the plain-text
-sources Debian ships beside them) into `--cache`, indexes them with `evident index` (reused and
-refreshed on the next run; `--words` indexes and asks by words only, `EVIDENT_EMBEDDINGS=none`;
-`--pages N` keeps the question pages and the first others by name, N in all), asks every question
-with `evident ask --batch --json` in the offline mode (the environment's `EVIDENT_*` settings are
-left out, so a configured model or `evident.toml` does not change the measurement), and prints per
-question and in total:
+sources Debian ships beside them) into `--cache` (default `.evident/manual/`), indexes them with
+`evident index` (reused and refreshed on the next run; `--words` indexes and asks by words only,
+`EVIDENT_EMBEDDINGS=none`; `--pages N` keeps the question pages and the first others by name, N in
+all), asks every question with `evident ask --batch --json` in the offline mode (the environment's
+`EVIDENT_*` settings are left out, so a configured model or `evident.toml` does not change the
+measurement), and prints per question and in total (each answer's whole `--json` result is kept
+beside the index, in `<index>.answers.jsonl`):
 
 - answerable: states the fact with a right page cited first / states the fact, another page first /
   states something else (misleading: the fact is not in the answer, which is neither refused nor
@@ -259,12 +260,14 @@ def index(corpus: Path, index_file: Path, env: dict[str, str]) -> tuple[float, s
 
 
 def ask(questions: list[dict[str, Any]], corpus: Path, index_file: Path, env: dict[str, str]) -> list[dict[str, Any]]:
-    """Each question's `evident ask --json` result, in order."""
+    """Each question's `evident ask --json` result, in order; all of them are kept beside the index
+    (`<index>.answers.jsonl`: citations, spans and passages, for reading a wrong answer)."""
     batch = corpus.parent / "questions.jsonl"
     batch.write_text("".join(json.dumps({"id": q["id"], "query": q["question"]}) + "\n" for q in questions),
                      encoding="utf-8")
     proc = evident(["ask", "--corpus", str(corpus), "--index", str(index_file), "--batch", str(batch), "--json"],
                    env, corpus.parent, stdout=subprocess.PIPE)
+    index_file.with_suffix(".answers.jsonl").write_text(proc.stdout, encoding="utf-8")
     results = {r.get("id"): r for r in (json.loads(line) for line in proc.stdout.splitlines() if line.strip())}
     missing = [q["id"] for q in questions if q["id"] not in results]
     if missing:
