@@ -103,3 +103,9 @@ def test_a_malformed_question_is_named(tmp_path: Path, line: dict[str, Any]) -> 
     path.write_text(json.dumps(line) + "\n", encoding="utf-8")
     with pytest.raises(manual.QuestionError, match="q.jsonl:1"):
         manual.load_questions(path)
+
+
+def test_a_missing_manual_says_what_to_install_when_not_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(manual.os, "geteuid", lambda: 1000)
+    with pytest.raises(SystemExit, match="apt-get install git-doc"):
+        manual.ensure_manual(tmp_path / "nowhere")
