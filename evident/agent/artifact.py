@@ -52,3 +52,4 @@ class EvidenceArtifact(BaseModel):
     citations: list[EvidenceCitation] = Field(default_factory=list)
     passages: list[EvidencePassage] = Field(default_factory=list, description="every verified passage of the query")
     source_errors: list[SourceError] = Field(default_factory=list)
+    error: str = Field("", description="why the query failed (status `error`), as the graph said it")
