@@ -40,10 +40,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import tool
+from langgraph.graph import MessagesState
 from langgraph.prebuilt import InjectedState
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
@@ -60,6 +61,7 @@ from evident.agent.thread import (
 from evident.alignment import QUOTE_JOINER, AlignmentDecision, IndexCache, Substitution, align
 from evident.alignment.lexicon import NEGATIONS, content_tokens
 from evident.alignment.sentences import split_sentences
+from evident.alignment.tokenize import words
 from evident.citations.answer import PREFACE, Line, NgramSupport, Unit, parse_answer, render_answer
 from evident.citations.support import GeneratedSentenceSupport
 from evident.context import EvidentContext, run_settings
@@ -216,14 +218,26 @@ class _Judge:
         self.ngram = NgramSupport(settings.ngram_n, settings.threshold)
         self.written = GeneratedSentenceSupport(settings.sentence_threshold) if settings.paraphrase else None
         self.cache = IndexCache(max_chars=4_000_000)
+        self._words: dict[str, frozenset[str]] = {}
 
     def _align(self, sentence: str, passage: EvidencePassage, n: int) -> AlignmentDecision:
         return align([{"passage_id": "answer", "url": passage.url, "content": sentence}],
                      [{"url": passage.url, "content": passage.quote}],
                      n=n, threshold=self.settings.threshold, cache=self.cache)[0]
 
+    def _near_copy(self, sentence: str, passage: EvidencePassage) -> bool:
+        """Whether the sentence could be part of the passage with a few words changed: at least half of its
+        words are the passage's. Only such a sentence can align as `corrected`; the others skip the alignment."""
+        mine = words(sentence)
+        theirs = self._words.get(passage.quote)
+        if theirs is None:
+            theirs = self._words[passage.quote] = frozenset(words(passage.quote))
+        return bool(mine) and sum(1 for w in mine if w in theirs) * 2 >= len(mine)
+
     def contradiction(self, sentence: str, passage: EvidencePassage) -> AlignmentDecision | None:
         """The alignment that shows the sentence is the passage with a number, name or negation changed."""
+        if not self._near_copy(sentence, passage):
+            return None
         for n in dict.fromkeys((self.settings.ngram_n, min(self.settings.fine_n, self.settings.ngram_n))):
             aligned = self._align(sentence, passage, n)
             if aligned.action == "corrected" and any(_material(s) for s in aligned.substitutions):
@@ -442,7 +456,13 @@ def settings_of(runtime: Runtime[Any] | None) -> AnswerCheckSettings:
     return AnswerCheckSettings.from_context(run_settings(runtime if usable else None))
 
 
-def verify_answer_node(state: Mapping[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
+class VerifyAnswerState(MessagesState):
+    """`MessagesState` with the check of the last answer (`AnswerCheck` as JSON), as `verify_answer_node` writes it."""
+
+    answer_check: NotRequired[dict[str, Any] | None]
+
+
+def verify_answer_node(state: MessagesState, runtime: Runtime[Any]) -> dict[str, Any]:
     """A graph node for any state with `messages` (MessagesState): replaces the final answer with its checked
     form and writes the check (JSON) to `answer_check` (a state without that key just drops it)."""
     thread = as_messages(state.get("messages") or [])
@@ -468,6 +488,6 @@ def verify_answer_tool(answer: str,
 
 
 __all__ = [
-    "AnswerCheck", "AnswerCheckSettings", "CitationCheck", "SentenceCheck", "check_answer_text",
+    "AnswerCheck", "AnswerCheckSettings", "CitationCheck", "SentenceCheck", "VerifyAnswerState", "check_answer_text",
     "corrected_message", "source_spans", "verify_answer", "verify_answer_node", "verify_answer_tool",
 ]

@@ -19,6 +19,7 @@ from evident.agent.thread import thread_evidence
 from evident.agent.verify_answer import (
     AnswerCheck,
     AnswerCheckSettings,
+    VerifyAnswerState,
     source_spans,
     verify_answer,
     verify_answer_node,
@@ -244,10 +245,7 @@ def test_source_spans_map_a_quote_of_several_segments_to_the_source() -> None:
 
 
 def test_the_node_replaces_the_final_answer_in_a_messages_state_graph() -> None:
-    class State(MessagesState):
-        answer_check: dict[str, Any] | None
-
-    builder = StateGraph(State)
+    builder = StateGraph(VerifyAnswerState)
     builder.add_node("verify_answer", verify_answer_node)
     builder.add_edge(START, "verify_answer")
     out = builder.compile().invoke({"messages": thread("For flights of 4 hours or longer, you may book premium"
