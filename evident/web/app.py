@@ -1,6 +1,7 @@
 """Routes served beside the LangGraph API (`http.app` in langgraph.json): the answer page at `/`
-(evident/web/page.py, with its Content-Security-Policy), health, version, liveness, and feedback on an
-answer (evident/web/feedback.py: only on the caller's own runs).
+(evident/web/page.py, with its Content-Security-Policy), health, version, liveness, feedback on an
+answer (evident/web/feedback.py: only on the caller's own runs), and EvidenT as an MCP tool at `/mcp`
+(evident/web/mcp.py).
 
 The server that hosts the graph adds its API to this app: `langgraph dev`, `langgraph up` and a
 LangGraph deployment (which accept any Starlette app) and Aegra (which requires a FastAPI app, and
@@ -39,6 +40,8 @@ from evident.web.auth import identify
 from evident.web.browser import BrowserGuard
 from evident.web.feedback import give_feedback
 from evident.web.gate import RequestGate
+from evident.web.mcp import PATH as MCP_PATH
+from evident.web.mcp import endpoint as mcp_endpoint
 from evident.web.page import routes as page_routes
 from evident.web.settings import server_settings
 from evident.web.unavailable import HeldWhileWaiting, unavailable_handlers
@@ -68,7 +71,8 @@ def _warm_up() -> dict[str, Any]:
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.retriever = await asyncio.to_thread(_warm_up)
-    yield
+    async with mcp_endpoint.running():
+        yield
 
 
 def ok(request: Request) -> JSONResponse:
@@ -157,6 +161,7 @@ except ConfigError as exc:
     log.error("evident: %s: every request will be refused until it is fixed", exc)
 
 FEEDBACK = Route("/threads/{thread_id}/runs/{run_id}/feedback", give_feedback, methods=["POST"])
+MCP = Route(MCP_PATH, mcp_endpoint, methods=["POST"])  # evident/web/mcp.py: EvidenT as an MCP tool
 GUARDS = (BrowserGuard, RequestGate, HeldWhileWaiting)
 
 
@@ -184,5 +189,5 @@ class GuardedApp(FastAPI):
 app = GuardedApp(title="EvidenT", version=evident.__version__, lifespan=lifespan, redoc_url=None,
                  swagger_ui_oauth2_redirect_url=None, exception_handlers=unavailable_handlers(),
                  routes=[*page_routes, Route("/ok", ok), Route("/health", health), Route("/version", version),
-                         FEEDBACK],
+                         FEEDBACK, MCP],
                  middleware=[Middleware(guard) for guard in GUARDS])

@@ -276,6 +276,28 @@ def test_health_says_what_is_wrong(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert broken.status_code == 503 and "threshold" in broken.json()["error"]
 
 
+def test_mcp_serves_the_tool_while_the_app_runs(examples: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evident.web.app import app
+
+    monkeypatch.setenv("EVIDENT_CORPUS", str(examples))
+    headers = {"Accept": "application/json, text/event-stream"}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "evident_search", "arguments": {"query": "Who approves expense reports?"}}}
+    outside = TestClient(app, base_url="http://127.0.0.1:2024", client=("127.0.0.1", 50000))
+    assert outside.post("/mcp", json=call, headers=headers).status_code == 503  # no lifespan, no MCP server
+    with TestClient(app, base_url="http://127.0.0.1:2024", client=("127.0.0.1", 50000)) as client:
+        answered = client.post("/mcp", json=call, headers=headers)
+        assert answered.status_code == 200, answered.text
+        result = answered.json()["result"]
+        assert result["structuredContent"]["status"] == "answered" and not result["isError"]
+        assert "Sources:" in result["content"][0]["text"]
+        unknown = client.post("/mcp", json={**call, "params": {"name": "shell", "arguments": {}}}, headers=headers)
+        assert unknown.json()["result"]["isError"] and "unknown tool 'shell'" in unknown.text
+        empty = client.post("/mcp", json={**call, "params": {"name": "evident_search", "arguments": {}}},
+                            headers=headers)
+        assert empty.json()["result"]["isError"] and "invalid arguments: query" in empty.text
+
+
 # -- a request's context on the server ---------------------------------------------------------------
 
 

@@ -114,8 +114,8 @@ def test_every_allowed_route_names_its_access() -> None:
         kinds.setdefault(route.access, []).append(route.path)
         assert route.methods and route.path.startswith("/")
     assert sorted(kinds["public"]) == ["/", "/health", "/live", "/ok", "/ready", "/static/{path:path}"]
-    assert sorted(kinds["token"]) == ["/docs", "/info", "/openapi.json", "/threads/{thread_id}/runs/{run_id}/feedback",
-                                      "/version"]
+    assert sorted(kinds["token"]) == ["/docs", "/info", "/mcp", "/openapi.json",
+                                      "/threads/{thread_id}/runs/{run_id}/feedback", "/version"]
 
 
 def test_without_authentication_a_proxied_request_is_not_from_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:

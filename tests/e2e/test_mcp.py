@@ -1,0 +1,96 @@
+"""EvidenT as an MCP tool (evident/web/mcp.py), asked with the official `mcp` Python client over real HTTP on
+127.0.0.1: on `langgraph dev` and on Aegra (tests/e2e/deployments.py), with a tokens file, over the examples
+and an HR page only `group:hr` may read."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, Tool
+
+from evident.agent.artifact import EvidenceArtifact
+from tests.e2e.corpus import HR_PAGE, HR_QUERY, SECRET_WORD, Q, server_env, tokens_file
+from tests.e2e.deployments import SERVERS, deployment
+from tests.e2e.dev_server import DevServer
+
+TOKENS = {"hr-token": ("hana", ["hr"]), "staff-token": ("sam", ["staff"])}
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "curl", "version": "0"}}}
+
+
+@pytest.fixture(scope="module", params=SERVERS)
+def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+            examples: Path) -> Iterator[DevServer]:
+    root = tmp_path_factory.mktemp("mcp")
+    (root / "hr-only").mkdir()
+    (root / "hr-only" / "code-words.md").write_text(HR_PAGE, encoding="utf-8")
+    env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens_file(root / "tokens.json", TOKENS)))
+    env["EVIDENT_CORPUS"] = os.pathsep.join([env["EVIDENT_CORPUS"], str(root / "hr-only")])
+    with deployment(request, root / "server", env) as server:
+        yield server
+
+
+def _session(server: DevServer, token: str | None, *, mode: str = "auto") -> Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0))
+    return Client(streamable_http_client(f"{server.url}/mcp", http_client=http), mode=mode)  # type: ignore[arg-type]
+
+
+def _ask(server: DevServer, token: str, arguments: dict[str, Any], *, mode: str = "auto") -> tuple[list[Tool],
+                                                                                                    CallToolResult]:
+    async def go() -> tuple[list[Tool], CallToolResult]:
+        async with _session(server, token, mode=mode) as client:
+            tools = (await client.list_tools()).tools
+            return tools, await client.call_tool("evident_search", arguments)
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # the 2026 protocol, and the initialize handshake
+def test_the_tool_is_listed_and_answers_with_its_citations(secured: DevServer, mode: str) -> None:
+    tools, result = _ask(secured, "staff-token", {"query": Q}, mode=mode)
+    [tool] = tools
+    assert tool.name == "evident_search" and set(tool.input_schema["properties"]) == {"query"}
+    assert tool.output_schema is not None and "citations" in tool.output_schema["properties"]
+    assert not result.is_error
+    artifact = EvidenceArtifact.model_validate(result.structured_content)
+    assert artifact.status == "answered" and "30 days" in artifact.answer and artifact.citations
+    for citation in artifact.citations:
+        assert citation.spans and citation.quote and citation.content_hash and citation.url.startswith("https://")
+    [text] = result.content
+    assert text.type == "text" and "[1]" in text.text and "\nSources:\n[1] " in text.text  # type: ignore[union-attr]
+
+
+def test_no_token_no_tool(secured: DevServer) -> None:
+    for headers in ({}, {"Authorization": "Bearer not-a-token"}, {"Authorization": "Basic aHI6aHI="}):
+        response = httpx.post(f"{secured.url}/mcp", json=INITIALIZE, timeout=30,
+                              headers={"Accept": "application/json, text/event-stream", **headers})
+        assert response.status_code == 401, (headers, response.text)
+        assert response.headers["www-authenticate"] == "Bearer"
+    with pytest.raises(ExceptionGroup) as refused:  # the official client cannot even connect
+        _ask(secured, "", {"query": Q})
+    assert refused.group_contains(MCPError, depth=None)
+
+
+def test_the_token_decides_what_the_tool_reads(secured: DevServer) -> None:
+    _, hr = _ask(secured, "hr-token", {"query": HR_QUERY})
+    assert SECRET_WORD in hr.content[0].text  # type: ignore[union-attr]
+    assert any(c["url"] == "https://hr.example/code-words" for c in hr.structured_content["citations"])
+    # Sam is staff: neither the page nor its word reach him, whatever the call's arguments say.
+    for arguments in ({"query": HR_QUERY}, {"query": HR_QUERY, "principal": {"user": "hana", "groups": ["hr"]}}):
+        _, staff = _ask(secured, "staff-token", arguments)
+        seen = json.dumps(staff.model_dump(mode="json"))
+        assert SECRET_WORD not in seen and "hr.example/code-words" not in seen
+        assert staff.structured_content["status"] in ("insufficient", "answered")
