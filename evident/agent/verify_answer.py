@@ -40,12 +40,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Any, Literal, NotRequired, cast
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import tool
 from langgraph.graph import MessagesState
-from langgraph.prebuilt import InjectedState
+from langgraph.prebuilt import ToolRuntime
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
@@ -448,12 +448,13 @@ def corrected_message(message: AIMessage, check: AnswerCheck) -> AIMessage:
     })
 
 
-def settings_of(runtime: Runtime[Any] | None) -> AnswerCheckSettings:
+def settings_of(runtime: Runtime[Any] | ToolRuntime[Any, Any] | None) -> AnswerCheckSettings:
     """The check's settings from the run's EvidenT settings (`context`, `evident.toml`, the environment);
     a graph whose context is not EvidenT's gets the `evident.toml` and environment defaults."""
     ctx = getattr(runtime, "context", None)
     usable = ctx is None or isinstance(ctx, (EvidentContext, Mapping))
-    return AnswerCheckSettings.from_context(run_settings(runtime if usable else None))
+    # A tool's runtime carries the run's `context` and `server_info` as a node's does: all run_settings reads.
+    return AnswerCheckSettings.from_context(run_settings(cast("Runtime[EvidentContext]", runtime) if usable else None))
 
 
 class VerifyAnswerState(MessagesState):
@@ -476,12 +477,14 @@ def verify_answer_node(state: MessagesState, runtime: Runtime[Any]) -> dict[str,
 
 
 @tool("verify_answer", response_format="content_and_artifact")
-def verify_answer_tool(answer: str,
-                       messages: Annotated[list[Any], InjectedState("messages")]) -> tuple[str, dict[str, Any]]:
+def verify_answer_tool(answer: str, runtime: ToolRuntime[Any, Any]) -> tuple[str, dict[str, Any]]:
     """Check a draft answer against the EvidenT results of this conversation before giving it. Returns the
     draft with every citation the sources do not support removed, unsupported sentences removed, and
     sentences that misstate a number, name or negation rewritten in the source's words."""
-    check = check_answer_text(answer, thread_evidence(as_messages(messages)), settings_of(None))
+    # The thread and the settings come from the run (LangGraph injects `runtime`), never from the model.
+    state = runtime.state
+    messages = state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
+    check = check_answer_text(answer, thread_evidence(as_messages(messages or [])), settings_of(runtime))
     summary = (f"{check.count('supported')} supported, {check.count('contradicted')} contradicted, "
                f"{check.count('unsupported')} unsupported sentence(s).")
     return f"{check.corrected}\n\n({summary})", check.model_dump(mode="json")

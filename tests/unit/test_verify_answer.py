@@ -258,19 +258,31 @@ def test_the_node_replaces_the_final_answer_in_a_messages_state_graph() -> None:
     assert out["answer_check"]["sentences"][0]["source_words"] == [{"passage": "4", "source": "6"}]
 
 
-def test_the_tool_checks_a_draft_against_the_conversation_it_is_called_in() -> None:
+def _tool_reply(draft: str, **run: Any) -> ToolMessage:
     messages = thread("(not yet answered)", TRAVEL_CALL)[:-1]
-    messages.append(AIMessage("", tool_calls=[{
-        "name": "verify_answer", "id": "check-1",
-        "args": {"answer": "For flights of 4 hours or longer, you may book premium economy [1]."}}]))
+    messages.append(AIMessage("", tool_calls=[{"name": "verify_answer", "id": "check-1", "args": {"answer": draft}}]))
     builder = StateGraph(MessagesState)
     builder.add_node("tools", ToolNode([verify_answer_tool]))
     builder.add_edge(START, "tools")
-    out = builder.compile().invoke({"messages": messages})
-    reply = out["messages"][-1]
-    assert reply.content.startswith(f"{FLIGHTS} [1]") and "1 contradicted" in reply.content
+    reply = builder.compile().invoke({"messages": messages}, **run)["messages"][-1]
+    assert isinstance(reply, ToolMessage)
+    return reply
+
+
+def test_the_tool_checks_a_draft_against_the_conversation_it_is_called_in() -> None:
+    reply = _tool_reply("For flights of 4 hours or longer, you may book premium economy [1].")
+    assert reply.text.startswith(f"{FLIGHTS} [1]") and "1 contradicted" in reply.text
     assert reply.artifact["sentences"][0]["status"] == "contradicted"
-    assert "messages" not in verify_answer_tool.tool_call_schema.model_json_schema()["properties"]
+    assert set(verify_answer_tool.tool_call_schema.model_json_schema()["properties"]) == {"answer"}
+
+
+def test_the_tool_takes_its_settings_from_the_run() -> None:
+    from evident.context import EvidentContext
+
+    draft = "Every employee gets a company car for business trips [1]."
+    assert _tool_reply(draft).text.startswith(INSUFFICIENT_ANSWER)
+    flagged = _tool_reply(draft, context=EvidentContext(unsupported="flag"))
+    assert flagged.text.startswith("Every employee gets a company car for business trips. [unsupported]")
 
 
 @pytest.mark.parametrize("mode", ["remove", "flag"])
