@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage, convert_to_messages
@@ -50,7 +51,8 @@ class ThreadEvidence:
     artifacts: tuple[tuple[int, str, EvidenceArtifact], ...]  # (position, tool_call_id, artifact)
     notes: tuple[str, ...] = ()
 
-    def sources(self) -> list[Source]:
+    @cached_property
+    def all_sources(self) -> tuple[Source, ...]:
         """Every source of every call, the latest call first, each call's sources in their own order."""
         out: list[Source] = []
         for position, call_id, artifact in reversed(self.artifacts):
@@ -66,18 +68,18 @@ class ThreadEvidence:
                     mark=str(number) if number is not None else url, url=url, title=titles.get(url, ""),
                     passages=_passages(artifact, url), call=position, tool_call_id=call_id,
                 ))
-        return out
+        return tuple(out)
 
     def sources_for(self, mark: str) -> list[Source]:
         """The candidates a mark stands for, the latest call first (module docstring)."""
         mark = mark.strip()
         if mark.isdigit():
-            return [s for s in self.sources() if s.mark == str(int(mark))]
-        return [s for s in self.sources() if s.url == mark]
+            return [s for s in self.all_sources if s.mark == str(int(mark))]
+        return [s for s in self.all_sources if s.url == mark]
 
     def marks(self) -> frozenset[str]:
         """Every token that is a mark in an answer of this thread: the numbers and the urls of its sources."""
-        return frozenset(m for s in self.sources() for m in (s.mark, s.url))
+        return frozenset(m for s in self.all_sources for m in (s.mark, s.url))
 
 
 def _passages(artifact: EvidenceArtifact, url: str) -> tuple[EvidencePassage, ...]:

@@ -62,7 +62,16 @@ from evident.alignment import QUOTE_JOINER, AlignmentDecision, IndexCache, Subst
 from evident.alignment.lexicon import NEGATIONS, content_tokens
 from evident.alignment.sentences import split_sentences
 from evident.alignment.tokenize import words
-from evident.citations.answer import PREFACE, Line, NgramSupport, Unit, parse_answer, render_answer
+from evident.citations.answer import (
+    PREFACE,
+    Line,
+    NgramSupport,
+    Unit,
+    is_table,
+    parse_answer,
+    render_answer,
+    table_rows,
+)
 from evident.citations.support import GeneratedSentenceSupport
 from evident.context import EvidentContext, run_settings
 from evident.models import INSUFFICIENT_ANSWER
@@ -172,6 +181,7 @@ class _Finding:
     score: float
     passage: EvidencePassage | None = None
     decision: AlignmentDecision | None = None  # the sentence aligned with the passage's quote
+    part: str = ""  # contradicts: the table row the decision is about (a table is judged row by row)
 
     @property
     def rank(self) -> tuple[int, float]:
@@ -234,14 +244,16 @@ class _Judge:
             theirs = self._words[passage.quote] = frozenset(words(passage.quote))
         return bool(mine) and sum(1 for w in mine if w in theirs) * 2 >= len(mine)
 
-    def contradiction(self, sentence: str, passage: EvidencePassage) -> AlignmentDecision | None:
-        """The alignment that shows the sentence is the passage with a number, name or negation changed."""
-        if not self._near_copy(sentence, passage):
-            return None
-        for n in dict.fromkeys((self.settings.ngram_n, min(self.settings.fine_n, self.settings.ngram_n))):
-            aligned = self._align(sentence, passage, n)
-            if aligned.action == "corrected" and any(_material(s) for s in aligned.substitutions):
-                return aligned
+    def contradiction(self, sentence: str, passage: EvidencePassage) -> tuple[str, AlignmentDecision] | None:
+        """The alignment that shows the sentence (or one row of a table) is the passage with a number, name or
+        negation changed, and that row."""
+        for part in table_rows(sentence) if is_table(sentence) else [sentence]:
+            if not self._near_copy(part, passage):
+                continue
+            for n in dict.fromkeys((self.settings.ngram_n, min(self.settings.fine_n, self.settings.ngram_n))):
+                aligned = self._align(part, passage, n)
+                if aligned.action == "corrected" and any(_material(s) for s in aligned.substitutions):
+                    return part, aligned
         return None
 
     def passage(self, sentence: str, passage: EvidencePassage) -> _Finding:
@@ -249,7 +261,8 @@ class _Judge:
             return _Finding("unrelated", 0.0, passage)
         contradicted = self.contradiction(sentence, passage)
         if contradicted is not None:
-            return _Finding("contradicts", contradicted.final_overlap, passage, contradicted)
+            part, aligned = contradicted
+            return _Finding("contradicts", aligned.final_overlap, passage, aligned, part if part != sentence else "")
         as_decision = AlignmentDecision(passage_id=passage.passage_id, action="kept", url=passage.url,
                                         original_url=passage.url, overlap=1.0, spans=passage.spans,
                                         quote=passage.quote)
@@ -373,7 +386,7 @@ def _check_unit(unit: Unit, evidence: ThreadEvidence, judge: _Judge, settings: A
     added: tuple[str, Source, _Finding] | None = None
     if not supporting and not contradicting:
         tried = {(s.call, s.url) for _, s, _ in cited if s is not None}
-        for source in evidence.sources():
+        for source in evidence.all_sources:
             if (source.call, source.url) in tried:
                 continue
             found = judge.source(sentence, source)
@@ -402,7 +415,8 @@ def _check_unit(unit: Unit, evidence: ThreadEvidence, judge: _Judge, settings: A
     if status == "supported":
         unit.urls = [c.mark for c in citations if c.verdict != "removed"]
     elif status == "contradicted" and settings.contradicted == "correct" and check.quote:
-        unit.text = check.quote
+        assert deciding is not None  # a contradicted sentence has the passage that contradicts it
+        unit.text = _in_source_words(sentence, deciding[2], check)
         unit.urls = [c.mark for c in citations if c.verdict != "removed"]
     elif status == "unsupported" and settings.unsupported == "flag":
         unit.urls, unit.flagged = [], True
@@ -410,6 +424,22 @@ def _check_unit(unit: Unit, evidence: ThreadEvidence, judge: _Judge, settings: A
         return check.model_copy(update={"corrected": None})
     return check.model_copy(update={"corrected": render_answer([Line("", [Unit(unit.text, list(unit.urls),
                                                                           unit.flagged)])])})
+
+
+def _in_source_words(sentence: str, found: _Finding, check: SentenceCheck) -> str:
+    """The contradicted sentence as the corrected message shows it: the source's words. A table keeps its
+    layout: the row that contradicts has each changed word replaced by the source's (the row's quote, between
+    bars, when a change cannot be placed: a word the row left out)."""
+    if not found.part:
+        return check.quote
+    row = found.part
+    for sub in check.source_words:
+        at = row.find(sub.passage) if sub.passage else -1
+        if at < 0:
+            row = check.quote if check.quote.startswith("|") else f"| {check.quote} |"
+            break
+        row = row[:at] + sub.source + row[at + len(sub.passage):]
+    return sentence.replace(found.part, row, 1)
 
 
 def _sentence_check(sentence: str, status: Status, citations: list[CitationCheck],

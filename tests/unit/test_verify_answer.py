@@ -138,6 +138,18 @@ def test_a_short_sentence_that_drops_a_negation_is_contradicted_by_the_finer_ali
     assert check("Floating holidays carry over [1].", leave, fine_n=3).sentences[0].status == "unsupported"
 
 
+def test_a_table_row_with_a_changed_number_is_contradicted_and_corrected_in_place() -> None:
+    start = TRAVEL.index("| Scheduled flight time |")
+    table = TRAVEL[start:TRAVEL.index("\n\n", start)]
+    header = "| Scheduled flight time | Allowed cabin |\n|---|---|\n"
+    result = check(f"{header}| 7 hours or longer | Premium economy |\n\n[1]", artifact(passage("t", table)))
+    [sentence] = result.sentences
+    assert sentence.status == "contradicted"
+    assert [(w.passage, w.source) for w in sentence.source_words] == [("7", "6")]
+    assert all(TRAVEL[a:b] in table for a, b in sentence.spans) and sentence.spans[0][0] >= start
+    assert result.corrected == f"{header}| 6 hours or longer | Premium economy |\n\n[1]"
+
+
 def test_a_changed_name_is_contradicted() -> None:
     text = "Every business trip needs your manager's approval in TripDesk before you book anything."
     result = check("Every business trip needs your manager's approval in Ledgerly before you book anything [1].",
