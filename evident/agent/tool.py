@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, BaseCallbackManager, CallbackManagerForToolRun
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import patch_config
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
+from langgraph.pregel import Pregel
 from pydantic import BaseModel, Field
 
 from evident.agent.evidence import MAX_CONTENT_CHARS, evidence_artifact, tool_content
@@ -67,9 +68,17 @@ class EvidentTool(BaseTool):
 
     def _inputs(self, query: str, config: RunnableConfig | None) -> dict[str, Any]:
         inputs: dict[str, Any] = {"query": query}
-        if self.principal is not None and not _served(config):
+        # A remote graph's own server decides who asks (the RemoteGraph's token): it would ignore a principal.
+        if self.principal is not None and isinstance(self.graph, Pregel) and not _served(config):
             inputs["principal"] = self.principal.model_dump(mode="json")
         return inputs
+
+    def _config(self, config: RunnableConfig, callbacks: BaseCallbackManager | None) -> RunnableConfig:
+        if isinstance(self.graph, Pregel):  # a run inside the agent's: its events and traces nest there
+            return patch_config(config, callbacks=callbacks) if callbacks is not None else config
+        # A remote graph gets no more than the callbacks: the agent's thread id and LangGraph's own keys
+        # would name a thread of the remote server, or be refused by it.
+        return {"callbacks": callbacks} if callbacks is not None else {}
 
     def _options(self) -> dict[str, Any]:
         return {} if self.context is None else {"context": self.context}
@@ -85,7 +94,7 @@ class EvidentTool(BaseTool):
 
     def _run(self, query: str, config: RunnableConfig,
              run_manager: CallbackManagerForToolRun | None = None) -> ToolOutput:
-        child = patch_config(config, callbacks=run_manager.get_child()) if run_manager else config
+        child = self._config(config, run_manager.get_child() if run_manager else None)
         try:
             state = self.graph.invoke(self._inputs(query, config), config=child, **self._options())
         except GraphBubbleUp:  # an interrupt or a parent command: LangGraph's own control flow
@@ -96,7 +105,7 @@ class EvidentTool(BaseTool):
 
     async def _arun(self, query: str, config: RunnableConfig,
                     run_manager: AsyncCallbackManagerForToolRun | None = None) -> ToolOutput:
-        child = patch_config(config, callbacks=run_manager.get_child()) if run_manager else config
+        child = self._config(config, run_manager.get_child() if run_manager else None)
         try:
             state = await self.graph.ainvoke(self._inputs(query, config), config=child, **self._options())
         except GraphBubbleUp:
@@ -121,7 +130,8 @@ def evident_tool(
     the compiled default graph (`evident.graph.graph`). `context`: the `EvidentContext` of every call
     (corpus, sources, models); by default the graph's own defaults (`evident.toml`, environment).
     `principal`: who is asking when the run is not a served one (`Principal` or its dict); on a LangGraph
-    server the authenticated user of the run always decides, whatever is bound here.
+    server the authenticated user of the run always decides, whatever is bound here, and a `RemoteGraph`
+    is asked as its own token's user (the principal is not sent).
     `max_chars`: the most characters the model reads (the artifact always holds the whole answer).
 
     The tool returns `(content, artifact)`: the answer with `[n]` marks and a `Sources:` list, and
@@ -132,6 +142,10 @@ def evident_tool(
         from evident.graph import graph as default_graph  # compiled on first use, not at import
 
         graph = default_graph
+    if isinstance(graph, Pregel) and graph.checkpointer is None:
+        # Not the agent's checkpointer: EvidenT's state (documents included) would be kept in the agent's
+        # thread at every step of every call. The tool message's artifact is what the thread keeps.
+        graph = graph.copy({"checkpointer": False})
     return EvidentTool(name=name, description=description, graph=graph, context=context,
                        principal=coerce_principal(dict(principal) if isinstance(principal, Mapping) else principal),
                        max_chars=max_chars)

@@ -21,6 +21,7 @@ with the whole state as Python text and is not served by Aegra).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -28,6 +29,7 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -64,6 +66,12 @@ TOOL = Tool(
 )
 
 
+@functools.cache
+def _tool() -> BaseTool:
+    """The tool over the default graph, made on the first call (the graph compiles once)."""
+    return evident_tool()
+
+
 def _error(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
@@ -91,7 +99,7 @@ async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequest
     # Reading the tokens file blocks: not on the event loop (the dev server refuses blocking calls there).
     user = await asyncio.to_thread(_caller, ctx)
     config: RunnableConfig = {"configurable": {"langgraph_auth_user": user, "graph_id": SERVED_GRAPH}}
-    message = await evident_tool().ainvoke(
+    message = await _tool().ainvoke(
         {"type": "tool_call", "id": str(ctx.request_id or "mcp"), "name": TOOL.name, "args": {"query": query}},
         config=config)
     assert isinstance(message, ToolMessage)  # a tool call gives a ToolMessage (content and artifact)

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -23,6 +22,7 @@ from evident.agent.evidence import evidence_artifact, tool_content
 from evident.agent.tool import evident_tool
 from evident.context import EvidentContext
 from evident.graph import build_graph, graph
+from tests.support.agents import ScriptedModel, asking
 
 EXPENSES = "How many days do I have to submit an expense report after a trip?"
 PAGES = [
@@ -173,17 +173,8 @@ def test_async_calls_answer_the_same(examples: Path) -> None:
 # -- inside prebuilt agents ------------------------------------------------------------------------
 
 
-class ScriptedModel(GenericFakeChatModel):
-    """A chat model that calls tools as scripted: `bind_tools` keeps it as it is."""
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:
-        return self
-
-
 def _script(*questions: str) -> Iterator[AIMessage]:
-    for i, question in enumerate(questions):
-        yield AIMessage("", tool_calls=[{"id": f"call-{i}", "name": "evident_search", "args": {"query": question}}])
-        yield AIMessage(f"Answered from the documents [{i}].")
+    return asking("evident_search", *questions)
 
 
 def _tool_messages(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
@@ -200,11 +191,17 @@ def _assert_cited(message: ToolMessage, url: str) -> None:
 def test_in_create_react_agent_the_tool_message_keeps_the_artifact(acl_corpus: EvidentContext) -> None:
     from langgraph.prebuilt import create_react_agent
 
+    saver = InMemorySaver()
     agent = create_react_agent(ScriptedModel(messages=_script("Who must submit an expense report?",
                                                               SECRET_QUESTION)),
-                               [evident_tool(context=acl_corpus)], checkpointer=InMemorySaver())
-    thread = {"configurable": {"thread_id": "t-1"}}
-    out = agent.invoke({"messages": [HumanMessage("Expense reports?")]}, thread)
+                               [evident_tool(context=acl_corpus)], checkpointer=saver)
+    thread: RunnableConfig = {"configurable": {"thread_id": "t-1"}}
+    steps = list(agent.stream({"messages": [HumanMessage("Expense reports?")]}, thread, subgraphs=True,
+                              stream_mode="updates"))
+    assert any(ns and "retrieve" in update for ns, update in steps)  # EvidenT's steps stream as a subgraph's
+    # The agent's thread keeps its own checkpoints only: EvidenT's state (documents and all) is not kept there.
+    assert {ns for checkpoints in saver.storage.values() for ns in checkpoints} == {""}
+    out = agent.get_state(thread).values
     [first] = _tool_messages(out["messages"])
     _assert_cited(first, "https://w/expenses")
     assert "[1]" in first.text and out["messages"][-1].content == "Answered from the documents [0]."

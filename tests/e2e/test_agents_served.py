@@ -1,6 +1,7 @@
-"""EvidenT as an MCP tool (evident/web/mcp.py), asked with the official `mcp` Python client over real HTTP on
-127.0.0.1: on `langgraph dev` and on Aegra (tests/e2e/deployments.py), with a tokens file, over the examples
-and an HR page only `group:hr` may read."""
+"""The served EvidenT in other agents, over real HTTP on 127.0.0.1, on `langgraph dev` and on Aegra
+(tests/e2e/deployments.py), with a tokens file, over the examples and an HR page only `group:hr` may read: as an
+MCP tool (evident/web/mcp.py) asked with the official `mcp` Python client, and as the LangChain tool over a
+`RemoteGraph` inside a local agent (evident/agent/tool.py)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,20 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
+from langchain_core.messages import HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.pregel.remote import RemoteGraph
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, Tool
 
 from evident.agent.artifact import EvidenceArtifact
+from evident.agent.tool import evident_tool
 from tests.e2e.corpus import HR_PAGE, HR_QUERY, SECRET_WORD, Q, server_env, tokens_file
 from tests.e2e.deployments import SERVERS, deployment
 from tests.e2e.dev_server import DevServer
+from tests.support.agents import ScriptedModel, asking
 
 TOKENS = {"hr-token": ("hana", ["hr"]), "staff-token": ("sam", ["staff"])}
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -94,3 +100,27 @@ def test_the_token_decides_what_the_tool_reads(secured: DevServer) -> None:
         seen = json.dumps(staff.model_dump(mode="json"))
         assert SECRET_WORD not in seen and "hr.example/code-words" not in seen
         assert staff.structured_content["status"] in ("insufficient", "answered")
+
+
+def _remote_agent_call(server: DevServer, token: str, question: str) -> ToolMessage:
+    from langchain.agents import create_agent
+
+    remote = RemoteGraph("evident", url=server.url, headers={"Authorization": f"Bearer {token}"})
+    # Bound to hana, and on a local thread: the remote server's token decides, and the thread stays local.
+    tool = evident_tool(remote, principal={"user": "hana", "groups": ["hr"]})
+    agent = create_agent(ScriptedModel(messages=asking(tool.name, question)), [tool], checkpointer=InMemorySaver())
+    out = agent.invoke({"messages": [HumanMessage("Ask EvidenT.")]}, {"configurable": {"thread_id": "local-1"}})
+    [message] = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    return message
+
+
+def test_the_tool_over_a_remote_graph_keeps_its_citations_and_the_tokens_permissions(secured: DevServer) -> None:
+    hr = _remote_agent_call(secured, "hr-token", HR_QUERY)
+    artifact = EvidenceArtifact.model_validate(hr.artifact)
+    assert artifact.status == "answered" and SECRET_WORD in hr.text
+    [cited] = [c for c in artifact.citations if c.url == "https://hr.example/code-words"]
+    assert cited.spans and SECRET_WORD in cited.quote and cited.content_hash
+    staff = _remote_agent_call(secured, "staff-token", HR_QUERY)
+    seen = staff.text + json.dumps(staff.artifact)
+    assert staff.artifact["status"] in ("insufficient", "answered") and SECRET_WORD not in seen
+    assert "hr.example/code-words" not in seen
