@@ -1,7 +1,8 @@
 """`evident_agent`: a chat model that asks the EvidenT tool, then `verify_answer`, on the example corpus.
 
 EvidenT runs for real (index, alignment, offline answer); the chat model is either absent (the offline agent)
-or scripted: a `GenericFakeChatModel` whose `bind_tools` returns itself, replying with the messages a test gives.
+or scripted: a `GenericFakeChatModel` whose `bind_tools` returns itself (tests/support/agents.py), replying
+with the messages a test gives.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -18,25 +18,25 @@ from evident.agent.graph import build_agent_graph, graph
 from evident.agent.verify_answer import AnswerCheck
 from evident.context import EvidentContext
 from evident.models import INSUFFICIENT_ANSWER
+from tests.support.agents import ScriptedModel
 
 Q = "How many days do I have to submit an expense report after a trip?"
 SAID = "Expense reports must be submitted in Ledgerly within 30 days of the trip's end date."
 TRAVEL = "https://policies.tessellate.example/finance/travel-and-expenses"
 
 
-class ScriptedModel(GenericFakeChatModel):
-    """A chat model that replies with the given messages in turn; `bind_tools` keeps it as it is and
-    records the tools it was offered."""
+class RecordingModel(ScriptedModel):
+    """The scripted model (tests/support/agents.py), recording the tools it is offered at each turn."""
 
     offered: list[str] = []
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> RecordingModel:
         self.offered.extend(getattr(t, "name", str(t)) for t in tools)
         return self
 
 
-def scripted(*replies: AIMessage) -> ScriptedModel:
-    return ScriptedModel(messages=iter(replies), offered=[])
+def scripted(*replies: AIMessage) -> RecordingModel:
+    return RecordingModel(messages=iter(replies), offered=[])
 
 
 def ask(question: str = Q) -> AIMessage:
