@@ -82,3 +82,5 @@ def test_the_agent_is_listed_beside_evident_with_its_schemas(secured: DevServer)
                         headers={"Authorization": "Bearer staff-token-2"})
     assert schemas.status_code == 200, schemas.text
     assert {"messages", "answer_check"} <= set(schemas.json()["state_schema"]["properties"])
+    drawn = client.assistants.get_graph(assistant["assistant_id"])  # what Studio draws
+    assert {"agent", "tools", "verify_answer"} <= {node["id"] for node in drawn["nodes"]}
