@@ -9,7 +9,8 @@
 writing the check to `answer_check` (evident/agent/verify_answer.py).
 
 With no chat model configured (offline, the default) the agent is deterministic: it asks the tool the last
-human message and answers with the tool's content, which `verify_answer` then checks like any answer.
+human message and answers with the tool's content, which `verify_answer` then checks like any answer. A
+configured model that fails (unreachable, an error reply) gets the same offline turn in its place.
 The graph takes the same `context` as EvidenT's (`EvidentContext`); served, the same authentication
 applies (langgraph.json's `auth` covers every graph), and the tool's EvidenT run reads the
 authenticated caller from the run, as the `evident` graph does.
@@ -17,24 +18,27 @@ authenticated caller from the run, as the `evident` graph does.
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from typing import Any, Final, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 
-from evident.agent.thread import is_evidence
 from evident.agent.tool import evident_tool
 from evident.agent.verify_answer import VerifyAnswerState, verify_answer_node
 from evident.context import ContextWithDefaults, EvidentContext, file_defaults, run_settings
 from evident.llm.models import DEFAULT_MODELS, Models
 from evident.models import INSUFFICIENT_ANSWER
 from evident.prompts.agent import AGENT_SYSTEM
+
+log = logging.getLogger(__name__)
 
 AGENT: Final = "agent"
 TOOLS: Final = "tools"
@@ -54,9 +58,10 @@ def _this_turn(messages: list[AnyMessage]) -> list[AnyMessage]:
 
 
 def _offline_turn(messages: list[AnyMessage], tool: BaseTool) -> AIMessage:
-    """No model: ask the tool the last human message, then answer with what it returned."""
+    """No model: ask the tool the last human message, then answer with what it returned (whatever it returned,
+    so that a failed call ends the turn rather than repeating it)."""
     turn = _this_turn(messages)
-    answered = [m for m in turn if isinstance(m, ToolMessage) and is_evidence(m.artifact)]
+    answered = [m for m in turn if isinstance(m, ToolMessage)]
     if answered:
         return AIMessage(answered[-1].text)
     question = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
@@ -75,7 +80,13 @@ def _agent(state: AgentState, runtime: Runtime[EvidentContext], *, models: Model
     rounds = sum(1 for m in _this_turn(messages) if isinstance(m, AIMessage) and m.tool_calls)
     if rounds < MAX_TOOL_ROUNDS:
         model = model.bind_tools([tool])  # type: ignore[attr-defined]  # every chat model of LangChain has it
-    reply = model.invoke([SystemMessage(AGENT_SYSTEM.format(tool=tool.name)), *messages])
+    try:
+        reply = model.invoke([SystemMessage(AGENT_SYSTEM.format(tool=tool.name)), *messages])
+    except GraphBubbleUp:  # an interrupt: LangGraph's own control flow
+        raise
+    except Exception as exc:  # a model that fails or is unreachable: the question is still answered, offline
+        log.warning("evident_agent: the chat model failed (%s: %s); answering offline", type(exc).__name__, exc)
+        return {"messages": [_offline_turn(messages, tool)]}
     return {"messages": [reply]}
 
 

@@ -101,6 +101,20 @@ def test_the_model_must_answer_after_a_bounded_number_of_tool_rounds(examples: P
     assert out["messages"][-1].text == f"{SAID} [1]"
 
 
+class FailingModel(ScriptedModel):
+    """A chat model whose server is down."""
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("connection refused")
+
+
+def test_a_failing_model_leaves_the_question_answered_offline(examples: Path) -> None:
+    out = run(build_agent_graph(chat_model=FailingModel(messages=iter([]))), examples)
+    assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
+    assert SAID in out["messages"][-1].text
+    assert {s["status"] for s in out["answer_check"]["sentences"]} == {"supported"}
+
+
 def test_a_follow_up_checks_only_its_own_answer(examples: Path) -> None:
     agent = build_agent_graph(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t1"}}
