@@ -30,7 +30,9 @@ INSTALL_HINT = "pip install 'evident-rag[server]' (Aegra needs Python 3.12 or ne
 GENERATED_CONFIG: dict[str, Any] = {
     "dependencies": [str(PACKAGE_ROOT.parent)],
     "graphs": {"evident": {"path": f"{PACKAGE_ROOT / 'graph' / 'builder.py'}:graph",
-                           "description": "EvidenT: verified, span-cited answers from your documents."}},
+                           "description": "EvidenT: verified, span-cited answers from your documents."},
+               "evident_agent": {"path": f"{PACKAGE_ROOT / 'agent' / 'graph.py'}:graph",
+                                 "description": "An agent that asks EvidenT, its final answer verified."}},
     "auth": {"path": f"{PACKAGE_ROOT / 'web' / 'auth.py'}:auth"},
     "http": {"app": f"{PACKAGE_ROOT / 'web' / 'app.py'}:app", "cors": {"allow_origins": []}},
 }

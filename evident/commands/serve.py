@@ -47,7 +47,9 @@ QUIET = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true"
 GENERATED_CONFIG = {
     "dependencies": ["."],
     "graphs": {"evident": {"path": "evident.graph.builder:graph",
-                           "description": "EvidenT: verified, span-cited answers from your documents."}},
+                           "description": "EvidenT: verified, span-cited answers from your documents."},
+               "evident_agent": {"path": "evident.agent.graph:graph",
+                                 "description": "An agent that asks EvidenT, its final answer verified."}},
     "auth": {"path": "evident.web.auth:auth", "disable_studio_auth": True},
     "http": {"app": "evident.web.app:app", "cors": {"allow_origins": []}, "disable_webhooks": True,
              "disable_mcp": True, "disable_a2a": True, "disable_store": True, "disable_ui": True},

@@ -40,11 +40,10 @@ def test_langgraph_json_exposes_the_graph_its_environment_and_the_routes() -> No
     config = json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8"))
     assert config["dependencies"] == ["."] and config["python_version"] == "3.11"
     assert config["env"] == ".env"
-    (graph_id,) = config["graphs"]
-    entry = config["graphs"][graph_id]
-    assert graph_id == "evident" and entry["description"]
-    graph = _load(entry["path"], ROOT)
-    assert getattr(graph, "name", None) == "evident"
+    assert set(config["graphs"]) == {"evident", "evident_agent"}  # docs/agents.md: the agent beside EvidenT
+    for graph_id, entry in config["graphs"].items():
+        assert entry["description"]
+        assert getattr(_load(entry["path"], ROOT), "name", None) == graph_id
     app = _load(config["http"]["app"], ROOT)
     assert isinstance(app, FastAPI)  # what Aegra requires; LangGraph's server takes any Starlette app
     assert (ROOT / ".env.example").is_file()  # what `env` expects, documented
@@ -110,6 +109,7 @@ def test_an_installed_package_gets_a_generated_config(monkeypatch: pytest.Monkey
     inv = build_invocation(base_env={})
     generated = json.loads(Path(inv.argv[inv.argv.index("--config") + 1]).read_text(encoding="utf-8"))
     assert generated["graphs"]["evident"]["path"] == "evident.graph.builder:graph"
+    assert generated["graphs"]["evident_agent"]["path"] == "evident.agent.graph:graph"
     assert generated["http"]["app"] == "evident.web.app:app"
 
 
@@ -206,8 +206,9 @@ def test_aegra_gets_the_env_file_it_does_not_read_itself(tmp_path: Path) -> None
 
 
 def test_an_installed_package_gets_an_aegra_config_of_file_paths() -> None:
-    for entry in (aegra.GENERATED_CONFIG["graphs"]["evident"]["path"], aegra.GENERATED_CONFIG["auth"]["path"],
-                  aegra.GENERATED_CONFIG["http"]["app"]):
+    graphs = [g["path"] for g in aegra.GENERATED_CONFIG["graphs"].values()]
+    assert len(graphs) == 2  # EvidenT and evident_agent
+    for entry in (*graphs, aegra.GENERATED_CONFIG["auth"]["path"], aegra.GENERATED_CONFIG["http"]["app"]):
         path, _, attr = entry.rpartition(":")
         assert Path(path).is_file() and attr  # Aegra imports graphs by file path only
 
