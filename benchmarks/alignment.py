@@ -26,7 +26,7 @@ their phrasing as real guidance does; a fifth of the passages drifted or invente
 verbatim, reformatted, partially invented or with one number changed). Per scenario it prints
 the median wall time of one run (cold: a fresh `IndexCache()` per run, so every document index
 is built; warm: the cache reused), passages per second, peak traced memory of one cold run
-(tracemalloc), and the median time of `evident.alignment.reference.align_reference` on the same
+(tracemalloc), and the median time of `tests/support/alignment_reference.py`'s `align_reference` on the same
 input, with the ratio. Then, per kind of passage, the share of right decisions of both (what
 "right" means for each kind is in `Truth` and `is_right`).
 """
@@ -42,13 +42,17 @@ import sys
 import time
 import tracemalloc
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from machine_info import describe  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
-from evident.alignment import IndexCache, align
-from evident.alignment.reference import align_reference
-from evident.alignment.tokenize import words
+# The repository root, for the reference implementation kept with the tests that compare against it.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from evident.alignment import IndexCache, align  # noqa: E402
+from evident.alignment.tokenize import words  # noqa: E402
+from tests.support.alignment_reference import align_reference  # noqa: E402
 
 FUNCTION_WORDS = (
     "the of and to a in is that for it as was with be by on not he this are or his from at which "
@@ -612,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [run_scenario(build[w](), *repeats[w], args.n, args.threshold) for w in wanted]
     runs = ", ".join(f"{r['scenario']} {r['repeats']} (reference {r['ref_repeats']})" for r in rows)
     print(f"n={args.n}, threshold={args.threshold}; medians of runs: {runs}; cold = fresh IndexCache() per run, "
-          f"warm = cache reused; reference = evident.alignment.reference.align_reference")
+          f"warm = cache reused; reference = tests/support/alignment_reference.py")
     print_table(rows)
     print(f"total benchmark time {time.perf_counter() - t0:.0f} s")
     return 0

@@ -1,7 +1,9 @@
 """Words and their matching keys, shared by the offline engine, the conversation rules and the support check.
 
-`words` is the one plain word tokenizer (the same tokens as alignment's, without offsets) and `stem`
-the one stemmer: anything that compares words across texts goes through these two.
+`words` is the plain word tokenizer (the same tokens as alignment's, without offsets) and `stem` the
+stemmer of every word comparison EvidenT makes itself: the offline engine, the conversation rules, the
+support check and the index's title keys go through these two. The index's search engines rank with
+their own stemmers (Tantivy's English stemmer; FTS5's porter tokenizer in the fallback).
 """
 
 from __future__ import annotations

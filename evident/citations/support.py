@@ -29,7 +29,6 @@ judged unsupported. Framework-free.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from evident.alignment import AlignmentDecision, nfkc_casefold
@@ -38,8 +37,6 @@ from evident.alignment.lexicon import NOT, content_tokens
 # A passage's negated clause is "restated" when the sentence has this many of its next content words.
 _NEGATED_CLAUSE = 2
 _NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
-
-SupportScore = Callable[[str, AlignmentDecision], float]
 
 
 def _negated_words(tokens: list[str]) -> list[set[str]]:

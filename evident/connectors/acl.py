@@ -67,7 +67,6 @@ class Acl:
         return bool(self.groups & {_fold(group) for group in principal.groups if group.strip()})
 
 
-NOBODY = Acl()
 PUBLIC = Acl(public=True)
 
 

@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 WINDOW_WORDS = 256
 STRIDE_WORDS = 50
-METRICS = ("sem_max", "sem_recall")
 
 
 class TextEmbedder(Protocol):

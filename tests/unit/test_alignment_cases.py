@@ -15,8 +15,8 @@ from evident.alignment import (
     overlap_n,
     quote_of,
 )
-from evident.alignment.reference import align_reference
 from evident.alignment.tokenize import words
+from tests.support.alignment_reference import align_reference
 
 REFUNDS_URL = "https://help.tessellate.example/billing/refunds"
 SECURITY_URL = "https://help.tessellate.example/security/data-retention"

@@ -21,9 +21,9 @@ from evident.alignment import (
 )
 from evident.alignment.counts import UnitCounts
 from evident.alignment.overlap import ELLIPSIS
-from evident.alignment.reference import align_reference
 from evident.alignment.statement import BLOCK_BREAK
 from evident.alignment.tokenize import words
+from tests.support.alignment_reference import align_reference
 from tests.support.token_oracle import oracle_tokens
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

@@ -1,7 +1,7 @@
-"""A plain implementation of the paper's alignment rule, for benchmarks and differential tests.
+"""A plain implementation of the paper's alignment rule, for the differential tests and benchmarks/alignment.py.
 
 Every passage re-tokenises its cited document and, at overlap 0, every other document, with no
-index and no cache: the cost model the paper's description implies. Not used by the pipeline.
+index and no cache: the cost model the paper's description implies. Not part of the package.
 """
 
 from __future__ import annotations
