@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 QUESTION ?= How many days do I have to submit an expense report after a trip?
 
-.PHONY: demo test lint serve install install-dev install-serve install-server clean eval-report test-real-model
+.PHONY: demo test lint serve install install-dev install-serve install-eval install-server clean eval-report test-real-model
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -29,6 +29,11 @@ $(VENV)/.installed-serve: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[serve]'
 	@touch $@
 
+# `evident eval`'s statistics and figures (statsmodels, scipy, matplotlib); the dev extra includes them.
+$(VENV)/.installed-eval: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[eval]'
+	@touch $@
+
 # The production server (Aegra, `evident serve --database`) needs Python 3.12 or newer: its own venv, with
 # the project and the `server` extra (aegra-api pinned). The tests start its replicas from there.
 SERVER_PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.1[2-9]*/bin/python; do \
@@ -46,6 +51,7 @@ $(SERVER_VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 install-serve: $(VENV)/.installed-serve
+install-eval: $(VENV)/.installed-eval
 install-server: $(SERVER_VENV)/.installed
 
 demo: install
@@ -71,7 +77,7 @@ serve: install-serve
 	$(BIN)/evident serve --host $(HOST) --port $(PORT)
 
 # docs/evaluation.md's measured part and docs/img/: `evident eval` offline on doc2dial-qa and the examples.
-eval-report: install
+eval-report: install-eval
 	$(BIN)/python benchmarks/eval_report.py
 
 # Opt-in, slow (llama-cpp-python compiles for ~17 min on 2 cores, once): the LLM path on a real model,

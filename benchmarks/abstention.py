@@ -21,7 +21,7 @@ on; it marks the gate with the most correct abstentions at a false abstention of
 length (at most 12 words, 13-24, 25 or more) at the current settings, and how many answers the
 hedge margin (`answer_hedge_margin`) marks as weak evidence at a few margins. `--cache` keeps what the gate
 reads of each question's windows, so a second run (other weights, the other part) skips retrieval.
-With matplotlib installed (the dev extras), `--png` draws the curve.
+With the eval extra (`pip install 'evident-rag[eval]'`, part of the dev extra), `--png` draws the curve.
 
 `holdout` is every fifth question (index % 5 == 4): the gate is chosen on `tune` only.
 """
@@ -133,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=None, help="keep (and reuse) what the gate reads here")
     ap.add_argument("--png", type=Path, default=None, help="write the curve here (needs matplotlib)")
     args = ap.parse_args(argv)
+    from evident.eval.extra import problem
+
+    if args.png is not None and (missing := problem()) is not None:
+        print(f"abstention: --png {missing}", file=sys.stderr)
+        return 2
     if not (args.data / "questions.jsonl").is_file():
         print(f"abstention: {args.data}/questions.jsonl not found (give --data)", file=sys.stderr)
         return 2
@@ -186,14 +191,11 @@ def main(argv: list[str] | None = None) -> int:
         share, unanswered = ah / max(1, an), uh / max(1, un)
         print(f"{margin:9.2f}  {ah:9d}/{an:<4d} ({share:4.1%})  {uh:16d}/{un:<4d} ({unanswered:4.0%}){mark}")
     if args.png is not None and line:
-        try:
-            import matplotlib
+        import matplotlib
 
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            print("matplotlib is not installed: no PNG written (pip install -e '.[dev]')", file=sys.stderr)
-            return 0
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.plot([p[1] for p in line], [p[3] / max(1, n_u) for p in line], drawstyle="steps-post")
         ax.axvline(args.max_false, linestyle="--", color="grey")

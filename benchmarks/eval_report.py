@@ -101,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--doc2dial-limit", type=int, default=None, help="only the first N doc2dial-qa questions")
     ap.add_argument("--doc", type=Path, default=DOC)
     args = ap.parse_args(argv)
+    from evident.eval.extra import problem
+
+    if (missing := problem()) is not None:
+        print(f"eval-report: {missing}", file=sys.stderr)
+        return 2
 
     IMG.mkdir(parents=True, exist_ok=True)
     parts = [

@@ -235,6 +235,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="start from this value of an OfflineSettings field (repeatable)")
     args = ap.parse_args(argv)
+    from evident.eval.extra import problem
+
+    if (missing := problem()) is not None:  # its figures carry Wilson intervals (statsmodels)
+        print(f"offline_tuning: {missing}", file=sys.stderr)
+        return 2
     path = args.data / "questions.jsonl"
     if not path.is_file():
         print(f"offline_tuning: {path} not found (give --data)", file=sys.stderr)

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from evident.commands.common import fail, print_json, safe_text, warn
 from evident.context import ConfigError, EvidentContext
-from evident.eval import langsmith_run
+from evident.eval import extra, langsmith_run
 from evident.eval.dataset import DatasetError, load_dataset
 from evident.eval.judge import Judge
 from evident.eval.methods import METHODS
@@ -60,6 +60,8 @@ def run(
     progress: bool = True,
 ) -> int:
     logging.basicConfig(level=logging.WARNING, format="evident: warning: %(message)s")
+    if (missing := extra.problem()) is not None:
+        fail("eval", missing)
     chosen = parse_methods(methods)
     if limit is not None and limit < 1:
         fail("eval", "--limit must be at least 1")

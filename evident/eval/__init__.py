@@ -9,5 +9,6 @@
 - `ablation`: the (n, t) sweep of Appendix G over recorded extraction outputs;
 - `report`, `plots`: report.md, results.json and the figures; `runner`: the resumable loop.
 
-Nothing here is imported by `evident ask`: statistics and plotting libraries load only for `eval`.
+Nothing here is imported by `evident ask`: statistics and plotting libraries load only for `eval`, and
+only the `eval` extra installs them (`extra`: which are missing, and the install line).
 """

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,36 @@ def _no_langsmith(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def invoke(*args: str) -> object:
     return CliRunner().invoke(app, ["eval", *args], catch_exceptions=False)
+
+
+# A plain `pip install evident-rag`, simulated: a finder ahead of every other refuses the eval extra's packages.
+WITHOUT = """
+import sys
+
+absent, sys.argv = sys.argv[1].split(","), ["evident", *sys.argv[2:]]
+
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in absent:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Absent())
+from evident.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize(("absent", "json_out"), [("statsmodels,scipy,matplotlib", False), ("matplotlib", True)])
+def test_without_the_eval_extra_eval_names_the_extra_to_install(examples: Path, absent: str, json_out: bool) -> None:
+    args = ["eval", "--dataset", str(QUESTIONS), "--corpus", str(examples), "--limit", "1"] + ["--json"] * json_out
+    proc = subprocess.run([sys.executable, "-c", WITHOUT, absent, *args], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    said = f"needs the eval extra ({absent.replace(',', ', ')} missing): pip install 'evident-rag[eval]'"
+    assert proc.stderr == f"evident eval: {said}\n"
+    if json_out:
+        assert json.loads(proc.stdout)["error"] == said
 
 
 def test_offline_run_writes_reports_and_stable_json(tmp_path: Path, examples: Path) -> None:
