@@ -3,9 +3,10 @@
 Retries are ours, not the SDK's (the client is built with `max_retries=0`): HTTP 429, 5xx and
 connection failures are retried with exponential backoff, honouring `Retry-After` up to the cap;
 timeouts are not retried, because a stalled server usually stays stalled and every retry would
-add a full timeout to the user's wait. Every other failure is turned into a `ModelFailure`, which
-the nodes record in `model_errors` before answering offline. A server's error message reaches the
-user without its traceback (`server_message`).
+add a full timeout to the user's wait. The SDK's `max_retries` would retry timeouts too, and wait
+out a Retry-After of up to two minutes whatever `model_backoff_max_s` says. Every other failure is
+turned into a `ModelFailure`, which the nodes record in `model_errors` before answering offline. A
+server's error message reaches the user without its traceback (`server_message`).
 """
 
 from __future__ import annotations
@@ -79,23 +80,19 @@ def is_retryable(exc: BaseException) -> bool:
 
 
 def _retry_after(exc: BaseException) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if not headers:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
+    """The server's wait in seconds (`retry-after-ms`, else `retry-after` in seconds or as an HTTP date);
+    None when it sent none that reads."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    for name, per_second in (("retry-after-ms", 1000), ("retry-after", 1)):
         try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
+            return max(0.0, float(headers[name]) / per_second)
+        except (KeyError, ValueError):
+            continue
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        when = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, when.timestamp() - time.time()) if when else None
+        when = email.utils.parsedate_to_datetime(headers.get("retry-after", ""))
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def backoff_delay(attempt: int, ctx: EvidentContext, exc: BaseException | None = None) -> float:

@@ -10,7 +10,9 @@ CORS answer; so refusing to *share* a response is not enough, the request itself
 - The `Host` header must be a loopback name or an `allowed_hosts` entry, in every mode (with
   authentication too): a web page that rebinds its own DNS name to 127.0.0.1 is same-origin with
   itself, and this is what stops it. The header is parsed strictly (`name[:port]`), so
-  `localhost:2024@evil.test` names no host and is refused.
+  `localhost:2024@evil.test` names no host and is refused. Starlette's `TrustedHostMiddleware` is
+  not that check: it accepts a port out of range (`localhost:99999`), a `*` entry turns it off, and
+  its refusal is a plain-text 400 rather than this middleware's JSON 403.
 - CORS headers are given to the configured origins only (never `*`), and private-network access
   (`Access-Control-Allow-Private-Network`) only to them; the LangGraph dev server's own wildcard
   answers are removed on the way out.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
+import time
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,10 @@ def test_retry_policy() -> None:
     assert backoff_delay(0, ctx, _status_error(openai.RateLimitError, 429, {"retry-after": "2"})) == 2.0
     assert backoff_delay(0, ctx, _status_error(openai.RateLimitError, 429, {"retry-after": "60"})) == 4.0
     assert backoff_delay(0, ctx, _status_error(openai.RateLimitError, 429, {"retry-after-ms": "20"})) == 0.02
+    soon = email.utils.formatdate(time.time() + 2.5, usegmt=True)
+    assert 1.0 <= backoff_delay(0, ctx, _status_error(openai.RateLimitError, 429, {"retry-after": soon})) <= 2.5
+    # An unreadable Retry-After is no hint: the backoff, never an exception in the middle of a retry.
+    assert backoff_delay(1, ctx, _status_error(openai.RateLimitError, 429, {"retry-after": "soon"})) == 1.0
     assert is_retryable(_status_error(openai.RateLimitError, 429))
     assert is_retryable(_status_error(openai.InternalServerError, 503))
     assert not is_retryable(_status_error(openai.BadRequestError, 400))

@@ -58,6 +58,18 @@ def test_429_then_success_is_retried(server: OpenAIServer) -> None:
     check_grounded(out)
 
 
+def test_a_429_is_retried_after_its_retry_after(server: OpenAIServer) -> None:
+    # Through the real ChatOpenAI (max_retries=0, so the wait is ours): the server's Retry-After (0.3 s),
+    # not the backoff (5 s) that a retry without one waits.
+    server.script(extract=[Reply(status=429, error="slow down", headers={"retry-after": "0.3"}),
+                           passages_reply((TRAVEL, BOOKING))],
+                  generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
+    out = run(server, model_backoff_s=5.0, model_backoff_max_s=10.0)
+    first, retry = server.of_kind("extract")
+    assert out["status"] == "answered" and out["model_errors"] == []
+    assert 0.3 <= retry.started - first.started < 3
+
+
 def test_429_after_all_retries_degrades_to_the_offline_engine(server: OpenAIServer) -> None:
     server.script(extract=[Reply(status=429, error="quota exceeded")],
                   generate=[Reply(status=429, error="quota exceeded")])
