@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, convert_to_messages
 
 from evident.context import EvidentContext
 from evident.conversation.rule import Role, Turn, overflow
@@ -110,8 +110,8 @@ def conclude(state: Mapping[str, Any], update: Mapping[str, Any], ctx: EvidentCo
     when the thread would otherwise reach its limits (`max_messages`, `max_conversation_chars`) with
     the next question (up to `max_query_chars`)."""
     message = answer_message(state, update)
-    held = list(state.get("messages") or [])
+    held = list(convert_to_messages(state.get("messages") or []))
     sizes = [size_of(m) for m in held] + [size_of(message)]
     drop = overflow(sizes, max_messages=ctx.max_messages, max_chars=ctx.max_conversation_chars,
                     room=ctx.max_query_chars)
-    return [*(RemoveMessage(id=m.id) for m in held[:drop] if getattr(m, "id", None)), message]
+    return [*(RemoveMessage(id=m.id) for m in held[:drop] if m.id), message]

@@ -33,7 +33,7 @@ from evident.nodes.common import timed
 from evident.nodes.names import REWRITE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.nodes.retrieve import check_query
-from evident.state import EvidentState, RewriteUpdate
+from evident.state import EvidentState, RewriteUpdate, messages_of
 
 RULE_FALLBACK = "used the offline rewrite rule"
 # Tokens of the rewrite call are not an answer: chat clients streaming messages must not show them.
@@ -82,7 +82,7 @@ def rewrite(
     ctx = run_settings(runtime)
     update: RewriteUpdate = {}
     with timed(REWRITE, update):
-        messages = list(state.get("messages") or [])
+        messages = messages_of(state)
         earlier = sum(1 for m in messages if role_of(m) == "user")
         if not messages or answered(messages[-1]):  # nothing new in `messages`: a query
             update.update(_query_turn(state, earlier))
