@@ -119,10 +119,11 @@ def _prompt_tokens(documents: list[Any], counter: TokenCounter | None) -> int | 
     if counter is None or not documents:
         return None
     # Lazily: the evident.prompts package pulls in LangChain, which the CLI's progress lines do not need.
+    from evident.alignment.models import SourceDocument
     from evident.prompts.render import render_document
 
-    try:
-        return sum(counter(render_document(d)) for d in documents if not isinstance(d, Mapping))
+    try:  # the state holds a document as its JSON; a node's update, as a model
+        return sum(counter(render_document(SourceDocument.model_validate(d))) for d in documents)
     except Exception:  # a broken injected counter must not break tracing
         return None
 

@@ -96,7 +96,7 @@ def test_the_callers_tokens_go_into_the_query_and_the_top_k_is_theirs(engine: st
     (body,) = _Engine.bodies  # one request: no refill rounds for a search that filters itself
     assert body["query"]["bool"]["filter"]["terms"]["acl_tokens"] == [
         "public", "authenticated", "user:bob", "group:staff", "unstated", "blank"]
-    assert [d.url for d in out["documents"]] == ["https://hr.example/leave#chunk-1"]
+    assert [d["url"] for d in out["documents"]] == ["https://hr.example/leave#chunk-1"]
     (citation, *_) = out["citations"]
     assert citation.url == "https://hr.example/leave" and citation.span_base == "document"
     assert citation.quote == " … ".join(LEAVE[s:e] for s, e in citation.spans)
