@@ -281,7 +281,7 @@ def _observe(raw: dict[str, Any], caplog: pytest.LogCaptureFixture) -> tuple[dic
     with caplog.at_level(logging.DEBUG):
         out = graph.invoke({"query": EXPENSES}, {"callbacks": [handler]}, context=ctx)
     trace = json.dumps([run.model_dump() for run in handler.traced_runs], default=str)
-    _no_password(json.dumps([e.model_dump() for e in out["source_errors"]]), caplog.text, trace)
+    _no_password(json.dumps(out["source_errors"]), caplog.text, trace)
     return out, trace  # type: ignore[return-value]
 
 
