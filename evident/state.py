@@ -7,12 +7,13 @@ from these types, and `typing.TypedDict` on Python 3.11 makes that endpoint fail
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal, NotRequired, Required, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Annotated, Any, Literal, NotRequired, Required, TypeVar, cast
 
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langgraph.graph.message import add_messages
 from langgraph.types import Overwrite
+from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from evident.context import Mode
@@ -31,12 +32,68 @@ from evident.models import (
 )
 
 _T = TypeVar("_T")
+_M = TypeVar("_M", bound=BaseModel)
 GeneratedBy = Literal["model", "offline"]  # which measure `verify` applies to the draft
 Unset = Literal[""]  # a per-query field before the step that writes it (a query's start empties it)
+# A model as the state holds it: its JSON form, `model_dump(mode="json")`, with the model's field names.
+Json = dict[str, Any]
 
 
+# -- the state holds JSON ---------------------------------------------------------------------------
+# Locally, through `RemoteGraph` and through the SDK, a query's values have one shape: JSON (what
+# `json.dumps` accepts). Nodes write pydantic models (`as_json` turns their update into JSON on the
+# way out, evident/graph/instrument.py) and read them back validated (`read`), so every node boundary
+# still checks its models; checkpoints hold plain JSON, never a class to import.
 
-def merge_extractions(left: list[BatchExtraction] | None, right: list[BatchExtraction] | None) -> list[BatchExtraction]:
+
+def as_json(value: Any) -> Any:
+    """`value` with every pydantic model in it (inside lists, tuples, dicts and `Overwrite`) as its JSON form."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Overwrite):
+        return Overwrite(as_json(value.value))
+    if isinstance(value, (list, tuple)):
+        return [as_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: as_json(v) for k, v in value.items()}
+    return value
+
+
+def update_as_json(update: Mapping[str, Any]) -> dict[str, Any]:
+    """A node's update as the state stores it: JSON, but `messages` keep their message objects (LangGraph's
+    `stream_mode="messages"` streams the ones a node writes; the `messages` reducer stores them as JSON)."""
+    return {key: value if key == "messages" else as_json(value) for key, value in update.items()}
+
+
+def read(model: type[_M], items: Iterable[Any] | None) -> list[_M]:
+    """The items of a state value, validated as `model` (JSON or models: both are accepted)."""
+    return [model.model_validate(item) for item in items or []]
+
+
+def message_json(message: BaseMessage) -> Json:
+    """A message as the state stores it: `model_dump(mode="json")`, as the LangGraph server sends it,
+    less the empty AI fields that `add_messages` would otherwise read back into `additional_kwargs`."""
+    out: Json = message.model_dump(mode="json")
+    if out.get("invalid_tool_calls") == []:
+        del out["invalid_tool_calls"]
+    if "usage_metadata" in out and out["usage_metadata"] is None:
+        del out["usage_metadata"]
+    return out
+
+
+def add_messages_as_json(left: Any, right: Any) -> list[Json]:
+    """The `messages` reducer: LangGraph's `add_messages` (append, replace by id, `RemoveMessage`), each
+    message then stored as its JSON dict. A parent graph's `add_messages` reads them back as messages."""
+    merged = cast(list[BaseMessage], add_messages(left or [], right or []))  # add_messages returns messages
+    return [message_json(m) for m in merged]
+
+
+def messages_of(state: Mapping[str, Any]) -> list[BaseMessage]:
+    """The state's `messages` as LangChain message objects."""
+    return list(convert_to_messages(state.get("messages") or []))
+
+
+def merge_extractions(left: list[_T] | None, right: list[_T] | None) -> list[_T]:
     """State reducer: batches append; `None` empties the list (the merge step consumes it, so a
     checkpointed thread's next query starts clean)."""
     if right is None:
@@ -52,12 +109,17 @@ def merge_timings(left: dict[str, float] | None, right: dict[str, float] | None)
     return {**(left or {}), **(right or {})}
 
 
+# The conversation. Typed as messages (what LangGraph Studio needs to offer its chat view); stored as their
+# JSON dicts (`add_messages_as_json`): read them with `messages_of(state)`.
+Messages = Annotated[list[AnyMessage], add_messages_as_json]
+
+
 class InputState(TypedDict, total=False):
     """What a caller passes: a question (`query`) or a conversation (`messages`, the last one the
     user's), and, optionally, who is asking."""
 
     query: NotRequired[str]
-    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
+    messages: NotRequired[Messages]
     principal: NotRequired[Principal | dict[str, Any] | None]
 
 
@@ -67,33 +129,35 @@ class Outcome(TypedDict, total=False):
     generated_by: GeneratedBy | Unset
     removed_sentences: list[str]
     answer: str
-    citations: list[Citation]
+    citations: list[Json]  # Citation
     status: Status | Unset
     error: str
 
 
 class OutputState(Outcome, total=False):
     """What a query returns (the graph's output schema): the answer, its citations and the evidence
-    trail. Every key is there once the query ends (`retrieve` writes them all, `postprocess` the answer)."""
+    trail. Every key is there once the query ends (`retrieve` writes them all, `postprocess` the answer).
+    Every value is JSON: a model as `model_dump(mode="json")` (the model named beside it validates it back),
+    a message as its JSON dict, the same locally and from a server."""
 
     query: Required[str]  # the question this query answers (a follow-up's standalone form)
     # The conversation: kept on a thread, never reset; each query appends its answer (evident/conversation).
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Messages
     # Written by `rewrite` at every query, so never left over from an earlier one.
     standalone_query: str
-    rewrite: Rewrite | None
+    rewrite: Json | None  # Rewrite
     mode: Mode | Unset
-    documents: list[SourceDocument]
-    retrieved: list[RetrievedRef]
-    source_errors: list[SourceError]  # `retrieve` alone writes them
-    source_runs: list[SourceRun]  # per source: status, documents kept, latency (hidden ones: traces only)
-    model_errors: Annotated[list[SourceError], per_query]
+    documents: list[Json]  # SourceDocument
+    retrieved: list[Json]  # RetrievedRef
+    source_errors: list[Json]  # SourceError; `retrieve` alone writes them
+    source_runs: list[Json]  # SourceRun; per source: status, documents kept, latency (hidden ones: traces only)
+    model_errors: Annotated[list[Json], per_query]  # SourceError
     notes: list[str]  # what the run ignored in its request (e.g. a body principal on the server)
-    passages: list[Passage]
-    extractions: Annotated[list[BatchExtraction], merge_extractions]  # LLM extraction batches
+    passages: list[Json]  # Passage
+    extractions: Annotated[list[Json], merge_extractions]  # BatchExtraction; LLM extraction batches
     extraction_notes: list[str]  # per extraction call: the request shape used, how its reply was read
-    alignment: list[AlignmentDecision]
-    verified: list[AlignmentDecision]
+    alignment: list[Json]  # AlignmentDecision
+    verified: list[Json]  # AlignmentDecision
     timings_ms: Annotated[dict[str, float], merge_timings]
 
 
@@ -128,7 +192,7 @@ class ExtractBatch(TypedDict):
     query: str
     batch: int
     of: int
-    documents: list[SourceDocument]
+    documents: list[Json]  # SourceDocument (a task's input is checkpointed too: JSON, as the state)
 
 
 class ExtractUpdate(Timed, total=False):

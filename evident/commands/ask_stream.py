@@ -1,17 +1,16 @@
-"""`evident ask --stream`: each step as it finishes (stderr) and the answer's tokens as they come (stdout).
+"""`evident ask --stream`: each step as it finishes (stderr), then the verified answer (stdout).
 
 The graph is streamed with `stream_mode=["updates", "messages", "values"]`:
 
 - "updates": one line per finished step, from the same summaries the traces carry (evident/graph/tracing.py);
-- "messages": the tokens of the generation call (LLM mode only: extraction calls are tagged
-  `nostream`, and offline mode has no model, so no tokens: its answer is printed when it is final);
+- "messages": the verified answer, whole, as `postprocess` adds it to the conversation. Model calls are
+  tagged `nostream` (extraction, rewrite, and generation: its reply is a draft `verify` may still change),
+  so no unverified text is ever printed;
 - "values": the state each step read (for its summary) and, at the end, the final state.
 
-Tokens are the model's draft, before `verify` checks it. When verification changed the draft (a
-sentence removed or flagged, a citation repaired), stderr says so and the verified answer follows on
-stdout: the verified answer is always the last thing printed. With `--json`, stdout carries one
-JSON object per event: `{"event": "step", "node", "summary"}`, `{"event": "token", "text"}`, and
-finally `{"event": "result", ...}` with the `ask --json` fields.
+With `--json`, stdout carries one JSON object per event: `{"event": "step", "node", "summary"}`,
+`{"event": "answer", "text"}` (the verified answer) and finally `{"event": "result", ...}` with the
+`ask --json` fields.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.messages import AIMessage
 from rich.console import Console
 from rich.markup import escape
 
@@ -27,23 +26,22 @@ from evident.commands.answer import citations_table, exit_code, failed_state, gr
 from evident.commands.common import print_json, safe_text
 from evident.graph.tracing import describe, summarize
 from evident.llm.replies import text_of
-from evident.nodes.names import GENERATE
+from evident.nodes.names import POSTPROCESS
 
 
-def _is_answer_token(item: Any) -> bool:
+def _verified_answer(item: Any) -> str | None:
+    """The text of the graph's answer message (what `postprocess` adds to `messages`), else None."""
     message, meta = item
-    return isinstance(message, (AIMessage, AIMessageChunk)) and (meta or {}).get("langgraph_node") == GENERATE
-
-
-def _same(a: str, b: str) -> bool:
-    return " ".join(a.split()) == " ".join(b.split())
+    if not isinstance(message, AIMessage) or (meta or {}).get("langgraph_node") != POSTPROCESS:
+        return None
+    return text_of(message) if (message.additional_kwargs or {}).get("status") != "error" else None
 
 
 def run_stream(graph: Any, ctx: Any, question: str, principal: dict[str, Any] | None, json_out: bool) -> int:
     inputs = graph_inputs(question, principal)
     model = ctx.model if ctx.resolved_mode == "llm" else None
     state: dict[str, Any] = {}
-    streamed: list[str] = []
+    shown = ""
     final: dict[str, Any] = {}
     try:
         for mode, item in graph.stream(inputs, context=ctx, stream_mode=["updates", "messages", "values"]):
@@ -56,42 +54,29 @@ def run_stream(graph: Any, ctx: Any, question: str, principal: dict[str, Any] | 
                         print_json({"event": "step", "node": node, "summary": summary})
                     else:
                         print(f"· {safe_text(describe(node, summary))}", file=sys.stderr, flush=True)
-            elif mode == "messages" and _is_answer_token(item):
-                text = text_of(item[0])
-                if not text:
-                    continue
-                streamed.append(text)
+            elif mode == "messages" and (text := _verified_answer(item)):
+                shown = text
                 if json_out:
-                    print_json({"event": "token", "text": text})
+                    print_json({"event": "answer", "text": text})
                 else:
-                    sys.stdout.write(safe_text(text))
-                    sys.stdout.flush()
+                    Console(highlight=False, soft_wrap=True).print(escape(safe_text(text)))
     except Exception as exc:  # one clear line, as `ask` does, never a traceback
         final = failed_state(exc)
     res = result_json(final, question)
     if json_out:
         print_json({"event": "result", **res})
     else:
-        _print_final(res, "".join(streamed))
+        _print_final(res, shown)
     return exit_code(res)
 
 
-def _print_final(res: dict[str, Any], draft: str) -> None:
+def _print_final(res: dict[str, Any], shown: str) -> None:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Console(highlight=False, soft_wrap=True)
-    if draft:
-        sys.stdout.write("\n")
     if res["status"] == "error":
         err.print(f"evident ask: {escape(safe_text(res.get('error') or 'the query failed'))}")
         return
-    if draft and not _same(draft, res["answer"]):
-        if res.get("generated_by") == "offline":
-            # The streamed tokens were the model's draft; none of it stood, so the composer wrote this.
-            err.print("[dim]· the model's draft was not used (nothing in it is supported by the verified "
-                      "passages); the answer, composed from the passages:[/]")
-        else:
-            err.print("[dim]· verify changed the draft; the verified answer:[/]")
-    if not draft or not _same(draft, res["answer"]):
+    if shown != res["answer"]:  # not printed yet: the run ended before its answer message
         out.print(escape(safe_text(res["answer"])))
     err.print(f"[bold]Status:[/] {escape(safe_text(res['status']))}")
     if res.get("acl_dropped"):

@@ -16,8 +16,9 @@ from evident.context import EvidentContext
 from evident.eval.dataset import EvalQuery
 from evident.eval.retrieval import ReplayRetriever
 from evident.graph import build_graph
+from evident.models import Rewrite, SourceError
 from evident.nodes.names import REWRITE
-from evident.state import InputState
+from evident.state import InputState, read
 
 
 def rewrite_settings(ctx: EvidentContext) -> list[Any]:
@@ -47,8 +48,8 @@ class Rewriter:
             if REWRITE in step:
                 update = dict(step[REWRITE] or {})
                 break
-        problems = [f"{e.source}: {e.message}" for e in update.get("model_errors") or []]
-        info = update.get("rewrite")
-        if info is not None and getattr(info, "problem", None):
+        problems = [f"{e.source}: {e.message}" for e in read(SourceError, update.get("model_errors"))]
+        info = Rewrite.model_validate(update["rewrite"]) if update.get("rewrite") is not None else None
+        if info is not None and info.problem:
             problems.append(f"rewrite: {info.problem}")
         return str(update.get("query") or query.query), problems

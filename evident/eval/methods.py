@@ -20,11 +20,12 @@ from evident.graph import build_graph
 from evident.llm.failures import call_with_retries, describe_failure
 from evident.llm.models import Models
 from evident.llm.replies import text_of
-from evident.models import INSUFFICIENT_ANSWER
+from evident.models import INSUFFICIENT_ANSWER, Citation, SourceError
 from evident.nodes.names import EXTRACT, GENERATE
 from evident.offline.answerability import ALWAYS
 from evident.offline.extractor import extract_passages
 from evident.prompts import BASELINE_PROMPTS, render_numbered_documents
+from evident.state import read
 
 MODEL_METHODS = ("pilot", "direct", "ges")
 METHODS = ("evident", "bm25", *MODEL_METHODS)
@@ -67,13 +68,13 @@ class EvidentMethod:
             return MethodRecord(key=key, query_id=query_id, method="evident", outcome="error",
                                 reason=f"{type(exc).__name__}: {exc}")
         answer = state.get("answer", "")
-        facts = [CitedFact(sentence=c.sentence, url=c.url, quote=c.quote) for c in state.get("citations") or []]
+        citations = read(Citation, state.get("citations"))
+        facts = [CitedFact(sentence=c.sentence, url=c.url, quote=c.quote) for c in citations]
         outcome: Outcome = "error" if state.get("status") == "error" else answer_outcome(answer)
-        errors = [f"{e.source}: {e.message}" for e in state.get("model_errors") or []]
+        errors = [f"{e.source}: {e.message}" for e in read(SourceError, state.get("model_errors"))]
         return MethodRecord(
             key=key, query_id=query_id, method="evident", outcome=outcome, answer=answer, facts=facts,
-            passages=[p.model_dump(mode="json") for p in state.get("passages") or []],
-            alignment=[d.model_dump(mode="json") for d in state.get("alignment") or []],
+            passages=list(state.get("passages") or []), alignment=list(state.get("alignment") or []),
             timings_ms=dict(state.get("timings_ms") or {}), reason=state.get("error", "") or "; ".join(errors),
             degraded=bool(errors),
         )

@@ -17,12 +17,14 @@ A retrieval error (bad input, a refused conversation included) goes straight to 
 
 Every node is a function `(state, runtime) -> update`; what `build_graph` is given reaches them as one
 `GraphParts` (evident/nodes/parts.py), bound with `functools.partial`. Every node is traced as its own run
-named after it; `instrument` (evident/graph/instrument.py) adds a summary of the step to that run's
-metadata whenever a tracer listens (docs/serving.md).
+named after it; `instrument` (evident/graph/instrument.py) stores its update as JSON, streams its progress
+(`stream_mode="custom"`) and adds a summary of the step to that run's metadata whenever a tracer listens
+(docs/serving.md); the run records ids and decisions, not document texts (`TRACE_POLICY`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -30,11 +32,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 
 from evident.connectors.retrievers import RetrieverFactory, default_retriever
 from evident.context import ContextWithDefaults, EvidentContext, file_defaults
 from evident.embeddings import DEFAULT_EMBEDDINGS, EmbeddingsFactory, GraphEmbeddings
-from evident.graph.instrument import instrument
+from evident.graph.instrument import TRACE_POLICY, instrument
 from evident.llm.batching import TokenCounter
 from evident.llm.models import DEFAULT_MODELS, Models
 from evident.nodes.align import align, route_after_align
@@ -105,15 +108,18 @@ def build_graph(
     # Input and output both hold `messages`: what LangGraph Studio needs to offer its chat view.
     builder = StateGraph[EvidentState, EvidentContext, InputState, OutputState](
         EvidentState, input_schema=InputState, output_schema=OutputState, context_schema=ContextWithDefaults)
-    builder.add_node(REWRITE, instrument(REWRITE, partial(rewrite, parts=parts), parts))
-    builder.add_node(RETRIEVE, instrument(RETRIEVE, partial(retrieve, parts=parts), parts))
-    builder.add_node(EXTRACT_BATCH, instrument(EXTRACT_BATCH, partial(extract_batch, parts=parts), parts))
-    builder.add_node(EXTRACT, instrument(EXTRACT, partial(extract, parts=parts), parts))
-    builder.add_node(ALIGN, instrument(ALIGN, align, parts))
-    builder.add_node(INSUFFICIENT, instrument(INSUFFICIENT, insufficient, parts))
-    builder.add_node(GENERATE, instrument(GENERATE, partial(generate, parts=parts), parts))
-    builder.add_node(VERIFY, instrument(VERIFY, verify, parts))
-    builder.add_node(POSTPROCESS, instrument(POSTPROCESS, postprocess, parts))
+    def add(name: str, node: Callable[[Any, Runtime[EvidentContext]], Mapping[str, Any]]) -> None:
+        builder.add_node(name, instrument(name, node, parts), trace_policy=TRACE_POLICY)
+
+    add(REWRITE, partial(rewrite, parts=parts))
+    add(RETRIEVE, partial(retrieve, parts=parts))
+    add(EXTRACT_BATCH, partial(extract_batch, parts=parts))
+    add(EXTRACT, partial(extract, parts=parts))
+    add(ALIGN, align)
+    add(INSUFFICIENT, insufficient)
+    add(GENERATE, partial(generate, parts=parts))
+    add(VERIFY, verify)
+    add(POSTPROCESS, postprocess)
     builder.add_edge(START, REWRITE)
     builder.add_edge(REWRITE, RETRIEVE)
     builder.add_conditional_edges(RETRIEVE, partial(route_extraction, parts=parts),

@@ -1,25 +1,38 @@
-"""`instrument(name, node, parts)`: the node, whose trace run gets the summary of its step (evident/graph/tracing.py)
-and its model tokens while a tracer listens (`evident.nodes.runs.traced`); with none, it only calls the node."""
+"""`instrument(name, node, parts)`: the node as the graph runs it.
+
+- Its update is stored as JSON (`evident.state.update_as_json`): the state holds the same shapes locally and on
+  a server.
+- `stream_mode="custom"` gets a `{"node", "event": "start"}` before the step and `{"node", "event": "end", ...}`
+  with its counts after it (`evident.graph.tracing.progress`), through LangGraph's stream writer.
+- Its trace run gets the summary of its step (evident/graph/tracing.py) and its model tokens while a tracer
+  listens (`evident.nodes.runs.traced`); `TRACE_POLICY` keeps that run's inputs and outputs to ids and decisions.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from functools import wraps
 from typing import Any, Protocol
 
 from langgraph.runtime import Runtime
+from langgraph.types import TracePolicy
 
 from evident.context import ConfigError, EvidentContext, run_settings
 from evident.embeddings import describe
-from evident.graph.tracing import summarize
+from evident.graph.tracing import progress, summarize, trace_record
 from evident.llm.batching import extraction_budget
 from evident.llm.usage import counting_tokens
 from evident.nodes.names import RETRIEVE
 from evident.nodes.parts import GraphParts
 from evident.nodes.runs import add_to_run, traced
+from evident.state import update_as_json
 
 log = logging.getLogger(__name__)
+# What a node's trace run records: the ids, counts and decisions of what it read and wrote, never the text
+# of a document or a passage (the whole state would put every retrieved document in every node's run).
+TRACE_POLICY = TracePolicy(process_inputs=trace_record, process_outputs=trace_record)
 
 
 class GraphNode(Protocol):  # how LangGraph calls a node that takes the run's `Runtime`
@@ -46,14 +59,19 @@ def instrument(name: str, node: Callable[[Any, Runtime[EvidentContext]], Mapping
                parts: GraphParts) -> GraphNode:
     @wraps(node)
     def run(state: Any, runtime: Runtime[EvidentContext]) -> Mapping[str, Any]:
-        if not traced():
-            return node(state, runtime)
-        with counting_tokens() as usage:
+        write = runtime.stream_writer
+        write({"node": name, "event": "start"})
+        with counting_tokens() if traced() else nullcontext() as usage:
             update = node(state, runtime)
         try:
-            add_to_run(_summary(name, state, update, runtime, parts, usage.as_dict()))
-        except Exception:  # tracing is an observer: it must never fail a query
-            log.warning("could not summarise the %s step for its trace", name, exc_info=True)
-        return update
+            if usage is not None:
+                summary = _summary(name, state, update, runtime, parts, usage.as_dict())
+                add_to_run(summary)
+            else:
+                summary = summarize(name, update, state=state if isinstance(state, Mapping) else None)
+            write(progress(name, summary))
+        except Exception:  # tracing and progress are observers: they must never fail a query
+            log.warning("could not summarise the %s step", name, exc_info=True)
+        return update_as_json(update)
 
     return run

@@ -9,8 +9,9 @@ Everything here reads only what the node returned or was given, which is always 
 permission filter of `retrieve`: a document the caller may not see cannot appear in a summary, nor
 can their number (the stream shows summaries to the caller); `retrieve` adds that count to its own
 trace run (`acl_dropped`, `denied_by_source`).
-Summaries carry counts, URLs, scores and spans; the text of documents and passages stays in the
-runs' inputs and outputs, where LangSmith already shows it.
+Summaries carry counts, URLs, scores and spans. A node run's inputs and outputs are `trace_record`s of
+what it read and wrote: ids, counts and decisions, never the text of a document or a passage.
+`stream_mode="custom"` carries `progress(...)` of the same summaries: counts and labels only.
 
 Framework-free: no LangChain or LangGraph import, so the CLI can use it cheaply.
 """
@@ -118,10 +119,11 @@ def _prompt_tokens(documents: list[Any], counter: TokenCounter | None) -> int | 
     if counter is None or not documents:
         return None
     # Lazily: the evident.prompts package pulls in LangChain, which the CLI's progress lines do not need.
+    from evident.alignment.models import SourceDocument
     from evident.prompts.render import render_document
 
-    try:
-        return sum(counter(render_document(d)) for d in documents if not isinstance(d, Mapping))
+    try:  # the state holds a document as its JSON; a node's update, as a model
+        return sum(counter(render_document(SourceDocument.model_validate(d))) for d in documents)
     except Exception:  # a broken injected counter must not break tracing
         return None
 
@@ -286,6 +288,55 @@ def summarize(
     latency = _latency(update, step.batch_timing(out.get("batch")) if node == step.EXTRACT_BATCH else node)
     if latency is not None:
         out["latency_ms"] = latency
+    return out
+
+
+# -- what a node's run records, and what `stream_mode="custom"` shows ------------------------------------
+
+# Fields that hold the text of a document or a passage (SourceDocument, Passage, AlignmentDecision, Citation):
+# never recorded. `metadata` is a document's own (its ACL included).
+_TEXT_FIELDS = frozenset({"content", "quote", "text", "page_content", "metadata"})
+# Labels a progress event may carry besides its numbers: names of what happened, never text.
+_LABELS = frozenset({"status", "mode", "extractor", "generated_by", "rewritten_by", "answered_by", "unsupported"})
+
+
+def _message_record(message: Any) -> dict[str, Any]:
+    content = _get(message, "content", "")
+    return {"type": str(_get(message, "type", "") or ""), "id": _get(message, "id"),
+            "chars": len(content) if isinstance(content, str) else len(str(content))}
+
+
+def trace_record(value: Any) -> Any:
+    """What a node's trace run records of a state, an update or a task's input: every field as it is but the
+    text of documents and passages (dropped), alignment substitutions (counted) and messages (their type, id
+    and length)."""
+    value = _written(value)
+    if hasattr(value, "model_dump"):  # a pydantic model a node wrote (the state itself holds JSON)
+        value = value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in _TEXT_FIELDS:
+                continue
+            if key == "substitutions" and isinstance(item, (list, tuple)):
+                out[key] = len(item)
+            elif key == "messages" and isinstance(item, (list, tuple)):
+                out[key] = [_message_record(m) for m in item]
+            else:
+                out[key] = trace_record(item)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [trace_record(v) for v in value]
+    return value
+
+
+def progress(node: str, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The `stream_mode="custom"` event of a finished step: `{"node", "event": "end"}` and the summary's
+    numbers and labels (no text, no URL: a progress display needs neither)."""
+    out: dict[str, Any] = {"node": node, "event": "end"}
+    for key, value in summary.items():
+        if isinstance(value, (bool, int, float)) or (key in _LABELS and isinstance(value, str)):
+            out.setdefault(key, value)
     return out
 
 

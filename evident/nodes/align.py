@@ -8,10 +8,11 @@ from langgraph.runtime import Runtime
 
 from evident.alignment import align as align_passages
 from evident.alignment.evidence import drop_non_evidence
+from evident.alignment.models import Passage, SourceDocument
 from evident.context import EvidentContext, run_settings
 from evident.nodes.common import timed
 from evident.nodes.names import ALIGN, GENERATE, INSUFFICIENT
-from evident.state import AlignUpdate, EvidentState
+from evident.state import AlignUpdate, EvidentState, read
 
 
 def align(state: EvidentState, runtime: Runtime[EvidentContext]) -> AlignUpdate:
@@ -19,7 +20,7 @@ def align(state: EvidentState, runtime: Runtime[EvidentContext]) -> AlignUpdate:
     update: AlignUpdate = {}
     with timed(ALIGN, update):
         decisions = align_passages(
-            state.get("passages") or [], state.get("documents") or [],
+            read(Passage, state.get("passages")), read(SourceDocument, state.get("documents")),
             n=ctx.ngram_n, threshold=ctx.threshold, drift=ctx.drift, bridge=ctx.bridge,
         )
         # A verified heading or fragment is the document's text but supports nothing (evidence.py).

@@ -24,14 +24,14 @@ from evident.conversation.rule import condense
 from evident.llm.batching import extraction_budget, plan_batches
 from evident.llm.failures import ModelFailure, describe_failure
 from evident.llm.usage import counting_tokens
-from evident.models import BatchExtraction
+from evident.models import BatchExtraction, Rewrite
 from evident.nodes.common import timed
 from evident.nodes.names import EXTRACT, EXTRACT_BATCH, POSTPROCESS, batch_timing
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.offline.answerability import AnswerGate
 from evident.offline.extractor import Extraction, extract_evidence
 from evident.prompts.render import render_document
-from evident.state import EvidentState, ExtractBatch, ExtractUpdate
+from evident.state import EvidentState, ExtractBatch, ExtractUpdate, as_json, messages_of, read
 
 OFFLINE_FALLBACK = "used the offline extractor"
 log = logging.getLogger(__name__)
@@ -65,7 +65,8 @@ def merge_passages(groups: Sequence[Sequence[Passage]]) -> list[Passage]:
 def _offline(state: EvidentState, docs: Sequence[SourceDocument], ctx: EvidentContext) -> Extraction:
     """The offline extractor's passages; documents retrieved by meaning are read by meaning too."""
     gate = AnswerGate.of(ctx)
-    rewrite = state.get("rewrite")
+    info = state.get("rewrite")
+    rewrite = Rewrite.model_validate(info) if info is not None else None
     if rewrite is not None and rewrite.turns > 0:
         # The meaning gate is calibrated on first questions (benchmarks/abstention.py); the development
         # set has no unanswerable follow-up to calibrate it on, and read by meaning it refuses 4.5% of
@@ -78,7 +79,7 @@ def _offline(state: EvidentState, docs: Sequence[SourceDocument], ctx: EvidentCo
     # A follow-up the rule took as naming its own topic ("How do I find out if my spouse is eligible?")
     # that no text covers is read again as continuing the conversation's topic, as an elliptical turn
     # is: its own words still weigh above the carried ones, and the gate still decides.
-    history = earlier_turns(list(state.get("messages") or []))
+    history = earlier_turns(messages_of(state))
     continued, changed = condense(rewrite.asked, history, continued=True)
     if not changed:
         return found
@@ -94,7 +95,7 @@ def route_extraction(
         return POSTPROCESS
     ctx = run_settings(runtime)
     models = parts.models
-    docs = state.get("documents") or []
+    docs = read(SourceDocument, state.get("documents"))
     if not docs or not models.enabled(ctx):
         return EXTRACT
     try:
@@ -109,7 +110,7 @@ def route_extraction(
         log.warning("planning extraction batches failed; one batch per document", exc_info=True)
         batches = [[d] for d in docs[: ctx.max_extract_batches]]  # the rest: drops.BATCH_CAP
     return [
-        Send(EXTRACT_BATCH, ExtractBatch(query=state["query"], batch=i, of=len(batches), documents=batch))
+        Send(EXTRACT_BATCH, ExtractBatch(query=state["query"], batch=i, of=len(batches), documents=as_json(batch)))
         for i, batch in enumerate(batches, 1)
     ] or EXTRACT
 
@@ -125,7 +126,7 @@ def extract_batch(
     ctx = run_settings(runtime)
     models = parts.models
     i, of = int(payload["batch"]), int(payload["of"])
-    docs = list(payload["documents"])
+    docs = read(SourceDocument, payload["documents"])
     update: ExtractUpdate = {}
     with timed(batch_timing(i), update), counting_tokens() as usage:
         try:
@@ -148,7 +149,7 @@ def extract(
     ctx = run_settings(runtime)
     models = parts.models
     update: ExtractUpdate = {}
-    docs = state.get("documents") or []
+    docs = read(SourceDocument, state.get("documents"))
     # Weak evidence is the offline extractor's judgement of its own passages, not of a model's.
     update["weak_evidence"] = False
     with timed(EXTRACT, update):
@@ -157,7 +158,7 @@ def extract(
             update["passages"], update["weak_evidence"] = found.passages, found.weak
             return update
         update.update({"mode": "llm", "extractions": None})
-        batches = sorted(state.get("extractions") or [], key=lambda b: b.batch)
+        batches = sorted(read(BatchExtraction, state.get("extractions")), key=lambda b: b.batch)
         if docs and not batches:
             # The router found no usable model: say why once, answer this step offline.
             try:

@@ -1,11 +1,11 @@
 """generate (paper §3.4): the answer, written from verified passages only, a [url] per sentence.
 
-LLM mode: one call with the generation prompt (App. D.2) over the verified passages' quotes. When
-the caller streams with `stream_mode="messages"`, its tokens stream from here; they are the draft,
-before `verify` has checked them, and the final `answer` is what to show. A failed call (timeout,
-429 after retries, refusal, empty reply) falls back to the offline extractive composer and is
-reported in `model_errors`. A reply that cites nothing goes to `verify`, which re-cites the
-sentences a verified passage supports. Offline mode: the composer.
+LLM mode: one call with the generation prompt (App. D.2) over the verified passages' quotes. Its
+reply is the draft, before `verify` has checked it: the call is tagged `nostream`, so LangGraph's
+`stream_mode="messages"` never shows it (the verified answer joins `messages` at `postprocess`).
+A failed call (timeout, 429 after retries, refusal, empty reply) falls back to the offline extractive
+composer and is reported in `model_errors`. A reply that cites nothing goes to `verify`, which re-cites
+the sentences a verified passage supports. Offline mode: the composer.
 """
 
 from __future__ import annotations
@@ -20,27 +20,29 @@ from evident.conversation.said import fresh_passages, said_text
 from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
 from evident.llm.replies import refusal_of, text_of
 from evident.llm.servers import server_slot
+from evident.models import AlignmentDecision, SourceDocument
 from evident.nodes.common import timed
 from evident.nodes.names import GENERATE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.offline.composer import compose_answer
 from evident.prompts.render import render_passages
-from evident.state import DraftUpdate, EvidentState
+from evident.state import DraftUpdate, EvidentState, messages_of, read
 
 OFFLINE_FALLBACK = "used the offline composer"
-_CALL_CONFIG: dict[str, Any] = {"run_name": "generate_answer"}
+_CALL_CONFIG: dict[str, Any] = {"tags": ["nostream"], "run_name": "generate_answer"}
 
 
 def generate_with_model(model: Any, ctx: EvidentContext, state: EvidentState) -> str:
     """The model's draft; raises `ModelFailure` when there is no usable one."""
     # A passage an earlier answer already quoted is not offered again, unless nothing else is left.
-    verified = fresh_passages(state.get("verified") or [], said_text(earlier_answers(state.get("messages") or [])))
+    verified = fresh_passages(read(AlignmentDecision, state.get("verified")),
+                              said_text(earlier_answers(messages_of(state))))
     # Here, not at the top: the template brings LangChain's prompt machinery, which the offline
     # composer never needs.
     from evident.prompts.generation import GENERATION_PROMPT
 
     messages = GENERATION_PROMPT.format_messages(
-        passages=render_passages(verified, state.get("documents") or []), query=state["query"]
+        passages=render_passages(verified, read(SourceDocument, state.get("documents"))), query=state["query"]
     )
     def request() -> Any:
         with server_slot(ctx, model):  # the timeout starts when the request is sent, not while queued
@@ -70,8 +72,8 @@ def generate(
             except Exception as exc:  # any model failure degrades this step, never the query
                 failure = describe_failure(exc, ctx)
                 update["model_errors"] = [failure.to_error(parts.models.name(ctx), GENERATE, OFFLINE_FALLBACK)]
-        said = earlier_answers(state.get("messages") or [])
-        update["draft"] = compose_answer(state["query"], state.get("verified") or [], settings=ctx.offline, said=said,
-                                         weak=state.get("weak_evidence", False))
+        said = earlier_answers(messages_of(state))
+        update["draft"] = compose_answer(state["query"], read(AlignmentDecision, state.get("verified")),
+                                         settings=ctx.offline, said=said, weak=state.get("weak_evidence", False))
         update["generated_by"] = "offline"
     return update

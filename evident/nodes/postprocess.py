@@ -9,10 +9,10 @@ from evident.citations.support import GeneratedSentenceSupport
 from evident.connectors.chunks import cited_in_document, document_of
 from evident.context import EvidentContext, run_settings
 from evident.conversation.messages import conclude
-from evident.models import INSUFFICIENT_ANSWER, Status
+from evident.models import INSUFFICIENT_ANSWER, AlignmentDecision, SourceDocument, Status
 from evident.nodes.common import timed
 from evident.nodes.names import POSTPROCESS
-from evident.state import EvidentState, PostprocessUpdate
+from evident.state import EvidentState, PostprocessUpdate, read
 
 
 def postprocess(state: EvidentState, runtime: Runtime[EvidentContext]) -> PostprocessUpdate:
@@ -23,7 +23,9 @@ def postprocess(state: EvidentState, runtime: Runtime[EvidentContext]) -> Postpr
             update.update({"answer": "", "citations": []})
             update["messages"] = conclude(state, update, ctx)
             return update
-        lines = parse_answer(state.get("draft") or "", known_ids(state.get("verified") or []))
+        verified = read(AlignmentDecision, state.get("verified"))
+        docs = read(SourceDocument, state.get("documents"))
+        lines = parse_answer(state.get("draft") or "", known_ids(verified))
         cited = [u for u in units_of(lines) if u.urls]
         if not cited:
             # Nothing verifiable survived (or there was nothing to say): never show uncited text.
@@ -32,12 +34,12 @@ def postprocess(state: EvidentState, runtime: Runtime[EvidentContext]) -> Postpr
             pairs = [(u, url) for u in cited for url in dict.fromkeys(u.urls)]
             measure = GeneratedSentenceSupport(ctx.sentence_threshold) if state.get("generated_by") == "model" else None
             citations = [
-                resolve_citation(u.text, url, state.get("verified") or [], state.get("documents") or [],
+                resolve_citation(u.text, url, verified, docs,
                                  n=ctx.ngram_n, threshold=ctx.threshold, measure=measure)
                 for u, url in pairs
             ]
             # A chunk is cited as its document (its url, and document offsets where its start is known).
-            documents = {d.url: d for d in state.get("documents") or []}
+            documents = {d.url: d for d in docs}
             citations = [cited_in_document(c, documents.get(url)) for (_, url), c in zip(pairs, citations, strict=True)]
             for u in cited:
                 u.urls = list(dict.fromkeys(document_of(documents[url]) if url in documents else url for url in u.urls))

@@ -16,11 +16,11 @@ from evident.alignment.sentences import split_sentences
 from evident.citations.answer import PREFACE, Line, Unit, check_answer, known_ids, parse_answer, render_answer, units_of
 from evident.citations.support import GeneratedSentenceSupport
 from evident.context import EvidentContext, run_settings
-from evident.models import SourceError
+from evident.models import AlignmentDecision, SourceError
 from evident.nodes.common import timed
 from evident.nodes.names import VERIFY
 from evident.offline.composer import compose_answer
-from evident.state import DraftUpdate, EvidentState
+from evident.state import DraftUpdate, EvidentState, read
 
 
 def _uncited_sentences(lines: list[Line], min_tokens: int, query: str) -> tuple[list[Unit], list[str]]:
@@ -60,21 +60,22 @@ def verify(state: EvidentState, runtime: Runtime[EvidentContext]) -> DraftUpdate
     with timed(VERIFY, update):
         # A model paraphrases, so its sentences are judged by their own measure (evident/citations/support.py).
         model_written = state.get("generated_by") == "model"
-        known = known_ids(state.get("verified") or [], state.get("documents") or [])
+        verified = read(AlignmentDecision, state.get("verified"))
+        known = known_ids(verified, state.get("documents") or [])
         parsed = parse_answer(state.get("draft") or "", known)
         cited_nothing = not any(u.urls for u in units_of(parsed))
         uncited, fragments = (_uncited_sentences(parsed, ctx.min_evidence_tokens, state["query"]) if model_written
                               else ([], []))
         lines, removed = check_answer(
-            parsed, state.get("verified") or [],
+            parsed, verified,
             n=ctx.ngram_n, threshold=ctx.threshold, unsupported=ctx.unsupported,
             measure=GeneratedSentenceSupport(ctx.sentence_threshold) if model_written else None,
         )
         if model_written and not any(u.urls and not u.flagged for u in units_of(lines)):
             # Evidence was verified but none of the model's sentences stands on it: answer extractively.
-            draft = compose_answer(state["query"], state.get("verified") or [], settings=ctx.offline)
+            draft = compose_answer(state["query"], verified, settings=ctx.offline)
             lines, more = check_answer(
-                parse_answer(draft, known), state.get("verified") or [],
+                parse_answer(draft, known), verified,
                 n=ctx.ngram_n, threshold=ctx.threshold, unsupported=ctx.unsupported,
             )
             removed = removed + more

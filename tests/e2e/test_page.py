@@ -393,33 +393,33 @@ DEADLINE = "Expense reports must be submitted in Ledgerly within 30 days of the 
 HOTEL = ("The nightly hotel cap is 250 USD in standard United States cities and 350 USD in New York, "
          "San Francisco, Boston and Seattle.")
 INVENTED = "Employees may expense a personal yacht for team offsites every quarter."
-# Every time the page shows the model's draft, what it shows (recorded in the page, read at the end).
-DRAFT_RECORDER = """
-window.__drafts = [];
+# Everything the page's answer ever shows while the run streams (recorded in the page, read at the end).
+ANSWER_RECORDER = """
+window.__answers = [];
 new MutationObserver(() => {
-  const note = document.getElementById("draft-note"), answer = document.getElementById("answer");
-  if (note && answer && !note.hidden) window.__drafts.push(answer.textContent);
+  const answer = document.getElementById("answer");
+  if (answer && answer.textContent) window.__answers.push(answer.textContent);
 }).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 """
 
 
-def test_the_draft_streams_then_the_verified_answer_replaces_it(served_llm: DevServer, model: OpenAIServer,
-                                                                desktop: Watched, tmp_path: Path) -> None:
+def test_only_the_verified_answer_is_shown(served_llm: DevServer, model: OpenAIServer,
+                                           desktop: Watched, tmp_path: Path) -> None:
     # The model quotes one page, cites another page's sentence to the wrong page, invents a passage,
     # and its draft repeats the invention, which verification then removes.
     model.script(extract=[passages_reply((POLICY, DEADLINE), (HOW_TO, HOTEL), (POLICY, INVENTED))],
                  generate=[Reply(content=f"{DEADLINE} [{POLICY}] Staff may expense a personal yacht every quarter. "
                                  f"[{POLICY}]", chunk_chars=8, tokens_per_s=40)])
     page = desktop.page
-    page.add_init_script(DRAFT_RECORDER)
+    page.add_init_script(ANSWER_RECORDER)
     page.goto(f"{served_llm.url}/")
     ask(page, Q)
-    drafts = page.evaluate("window.__drafts")
-    assert any("personal yacht" in d for d in drafts), drafts
+    # The draft's unsupported sentence is never shown as the answer, not even while the run streams.
+    shown = page.evaluate("window.__answers")
+    assert shown and not any("yacht" in text for text in shown), shown
     # The verified answer: the draft's supported sentence, cited; the unsupported one removed and listed.
     answer = page.inner_text("#answer")
     assert DEADLINE in answer and "yacht" not in answer
-    expect(page.locator("#draft-note")).to_be_hidden()
     expect(page.locator("#removed")).to_contain_text("personal yacht")
     chip = page.locator("#answer button.chip").first
     chip.click()

@@ -166,21 +166,22 @@ def test_a_restricted_document_stays_hidden_whatever_the_body_says(served: DevSe
     assert out["notes"] and "principal was ignored" in out["notes"][0]
 
 
-# -- LLM mode: answer tokens stream through the server -------------------------------------------------
+# -- LLM mode: only the verified answer streams as a message ------------------------------------------
 
 
-def test_answer_tokens_stream_through_the_server(served_llm: DevServer, model: OpenAIServer) -> None:
-    # The served corpus is the examples; the scripted model quotes one of its pages.
+def test_only_the_verified_answer_streams_through_the_server(served_llm: DevServer, model: OpenAIServer) -> None:
+    # The served corpus is the examples; the scripted model quotes one of its pages, and its draft adds a
+    # sentence no passage supports, which `verify` removes.
     quote = "Expense reports must be submitted in Ledgerly within 30 days of the trip's end date."
     url = "https://policies.tessellate.example/finance/travel-and-expenses"
+    invented = "Directors may submit their reports a year late."
     model.script(extract=[passages_reply((url, quote))],
-                 generate=[Reply(content=f"{quote} [{url}]", chunk_chars=5)])
+                 generate=[Reply(content=f"{quote} [{url}]\n{invented} [{url}]", chunk_chars=5)])
     body = {"assistant_id": "evident", "input": {"query": Q}, "stream_mode": ["updates", "messages-tuple"]}
     with httpx.stream("POST", f"{served_llm.url}/runs/stream", json=body, timeout=60) as response:
         events = list(sse(response))
-    tokens = [data[0]["content"] for e, data in events
-              if e == "messages" and data[1].get("langgraph_node") == "generate" and data[0].get("content")]
-    assert len(tokens) > 5 and "".join(tokens) == f"{quote} [{url}]"
+    messages = [data for e, data in events if e == "messages"]
+    assert invented not in json.dumps(messages)  # no token of the draft: the generation call is `nostream`
     steps = [node for e, data in events if e == "updates" for node in data]
     batches = steps.count("extract_batch")  # as many as the retrieved pages need at the default budget
     assert batches >= 1 and len(model.of_kind("extract")) == batches
@@ -188,9 +189,9 @@ def test_answer_tokens_stream_through_the_server(served_llm: DevServer, model: O
                      "extract", "align", "generate", "verify", "postprocess"]
     post = next(data["postprocess"] for e, data in events if e == "updates" and "postprocess" in data)
     assert post["status"] == "answered" and post["citations"][0]["quote"] == quote
-    # Besides the draft's tokens, the only message is the verified answer joining the thread's `messages`.
-    others = [data[0] for e, data in events if e == "messages" and data[1].get("langgraph_node") != "generate"]
-    assert [m["content"] for m in others] == [post["answer"]]
+    assert invented not in post["answer"]
+    # The only message is the verified answer, whole, as it joins the thread's `messages`.
+    assert [(m["content"], meta["langgraph_node"]) for m, meta in messages] == [(post["answer"], "postprocess")]
 
 
 def test_no_langsmith_traffic_when_tracing_is_off(served: DevServer, langsmith_api: LangSmithServer) -> None:

@@ -4,6 +4,7 @@ stand-in on 127.0.0.1), and never a document the caller may not see."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,6 +78,14 @@ def test_served_runs_are_traced_by_environment_with_summaries_and_no_hidden_docu
     assert align["passages"] == sum(align[a] for a in ("kept", "corrected", "truncated", "relinked", "dropped"))
     assert all("overlap" in d and "spans" in d for d in align["decisions"])
     assert metadata(runs["postprocess"])["status"] in {"answered", "insufficient"}
+    # A node's run records what it read and wrote by id: no document's or passage's text, a few kB.
+    documents = [d["content"] for d in output["documents"]]
+    for name in PATH:
+        recorded = json.dumps([runs[name].get("inputs"), runs[name].get("outputs")])
+        assert len(recorded) < 20_000 and not any(text in recorded for text in documents), name
+        assert '"content":' not in recorded and '"quote":' not in recorded, name
+    assert [d["passage_id"] for d in runs["align"]["outputs"]["alignment"]] == [
+        d["passage_id"] for d in output["alignment"]]
 
     sent = langsmith_api.sent_text()
     for marker in SECRET_MARKERS:

@@ -50,29 +50,30 @@ def _ask(retriever: BaseRetriever) -> dict[str, Any]:
 
 def test_every_chunk_is_kept_and_cited_at_document_offsets(leave: SourceDocument, embeddings: LocalEmbeddings) -> None:
     out = _ask(_retriever(leave, embeddings, start_index=True))
-    chunks = [d for d in out["documents"] if d.metadata.get("chunk_of") == leave.url]
-    assert len(chunks) == 4, [d.url for d in out["documents"]]  # none deduplicated away
-    assert len({d.url for d in chunks}) == 4
+    chunks = [d for d in out["documents"] if d["metadata"].get("chunk_of") == leave.url]
+    assert len(chunks) == 4, [d["url"] for d in out["documents"]]  # none deduplicated away
+    assert len({d["url"] for d in chunks}) == 4
     for chunk in chunks:  # each chunk's text is the document's at its start
-        start = chunk.metadata["chunk_start"]
-        assert leave.content[start : start + len(chunk.content)] == chunk.content
+        start = chunk["metadata"]["chunk_start"]
+        assert leave.content[start : start + len(chunk["content"])] == chunk["content"]
     assert out["status"] == "answered"
     assert "18 weeks" in out["answer"]
     assert out["citations"]
     for citation in out["citations"]:
-        assert citation.url == leave.url and citation.span_base == "document"
-        assert citation.quote == " … ".join(leave.content[s:e] for s, e in citation.spans)
+        assert citation["url"] == leave.url and citation["span_base"] == "document"
+        assert citation["quote"] == " … ".join(leave.content[s:e] for s, e in citation["spans"])
     assert f"[{leave.url}]" in out["answer"] and "#chunk-" not in out["answer"]
 
 
 def test_without_start_index_the_spans_are_the_chunks(leave: SourceDocument, embeddings: LocalEmbeddings) -> None:
     out = _ask(_retriever(leave, embeddings, start_index=False))
-    chunks = {d.url: d for d in out["documents"] if d.metadata.get("chunk_of") == leave.url}
-    assert len(chunks) == 4 and all(d.metadata["chunk_start"] is None for d in chunks.values())
+    chunks = {d["url"]: d for d in out["documents"] if d["metadata"].get("chunk_of") == leave.url}
+    assert len(chunks) == 4 and all(d["metadata"]["chunk_start"] is None for d in chunks.values())
     assert out["citations"]
     for citation in out["citations"]:
-        assert citation.url == leave.url and citation.span_base == "chunk"
-        assert any(citation.quote == " … ".join(d.content[s:e] for s, e in citation.spans) for d in chunks.values())
+        assert citation["url"] == leave.url and citation["span_base"] == "chunk"
+        assert any(citation["quote"] == " … ".join(d["content"][s:e] for s, e in citation["spans"])
+                   for d in chunks.values())
 
 
 class _Fetching(BaseRetriever):
@@ -92,12 +93,12 @@ class _Fetching(BaseRetriever):
 
 def test_a_whole_document_fetched_by_id_replaces_its_chunks(leave: SourceDocument, embeddings: LocalEmbeddings) -> None:
     out = _ask(_Fetching(inner=_retriever(leave, embeddings, start_index=False), whole=leave))
-    assert [d.url for d in out["documents"]] == [leave.url]
-    assert out["documents"][0].content == leave.content
+    assert [d["url"] for d in out["documents"]] == [leave.url]
+    assert out["documents"][0]["content"] == leave.content
     assert out["citations"]
     for citation in out["citations"]:
-        assert citation.url == leave.url and citation.span_base == "document"
-        assert citation.quote == " … ".join(leave.content[s:e] for s, e in citation.spans)
+        assert citation["url"] == leave.url and citation["span_base"] == "document"
+        assert citation["quote"] == " … ".join(leave.content[s:e] for s, e in citation["spans"])
 
 
 def test_a_source_cannot_pose_as_a_chunk_of_another_page() -> None:
@@ -110,4 +111,4 @@ def test_a_source_cannot_pose_as_a_chunk_of_another_page() -> None:
             return [forged]
 
     out = _ask(_One())
-    assert [c.url for c in out["citations"]] == ["https://evil.example/page"]
+    assert [c["url"] for c in out["citations"]] == ["https://evil.example/page"]

@@ -118,7 +118,7 @@ def test_llm_mode_cites_plain_ids_and_keeps_bracketed_words_as_text(server: Open
     # unsupported sentence citing an unknown id goes with verify.
     assert out["answer"] == ("Open the [Home] page and choose Leave. [KB-1042]\n"
                              "Parental leave lasts 16 weeks at full pay. [KB-1042]")
-    assert [c.url for c in out["citations"]] == ["KB-1042", "KB-1042"]
+    assert [c["url"] for c in out["citations"]] == ["KB-1042", "KB-1042"]
     for c in out["citations"]:
-        assert c.quote == "".join(text[s:e] for s, e in c.spans)
-        assert c.sentence in c.quote
+        assert c["quote"] == "".join(text[s:e] for s, e in c["spans"])
+        assert c["sentence"] in c["quote"]

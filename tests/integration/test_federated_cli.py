@@ -159,7 +159,7 @@ def test_async_graph_over_live_connectors(workdir: Path, servers: dict[str, Any]
     ctx = EvidentContext.from_env(workdir / "evident.toml")
     out = asyncio.run(graph.ainvoke({"query": Q, "principal": {"user": "fiona", "groups": ["finance"]}}, context=ctx))
     assert out["status"] == "answered"
-    assert {d.source for d in out["documents"]} == {"handbook", "wiki", "confluence", "docs"}
+    assert {d["source"] for d in out["documents"]} == {"handbook", "wiki", "confluence", "docs"}
 
 
 def test_broken_sources_are_named_and_the_others_still_answer(

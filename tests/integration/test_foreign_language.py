@@ -92,14 +92,14 @@ def test_a_finnish_question_is_answered_from_its_page(corpus: Path, tmp_path: Pa
     out = _ask(corpus, tmp_path / "i.sqlite3", query)
     assert out["status"] == "answered" and out["notes"] == [] and out["source_errors"] == []
     # Embeddings were on: every retrieved page was ranked by meaning as well as by words.
-    assert out["documents"] and all(SEMANTIC_SCORE in d.metadata for d in out["documents"])
-    assert out["documents"][0].url == url
-    assert out["citations"] and out["citations"][0].url == url
-    assert {c.url for c in out["citations"]} == {url}
+    assert out["documents"] and all(SEMANTIC_SCORE in d["metadata"] for d in out["documents"])
+    assert out["documents"][0]["url"] == url
+    assert out["citations"] and out["citations"][0]["url"] == url
+    assert {c["url"] for c in out["citations"]} == {url}
     assert sentence in out["answer"], out["answer"]
     # The words alone cite the same page: here meaning neither helps nor gets in the way.
     words = _ask(corpus, tmp_path / "words.sqlite3", query, embeddings="none")
-    assert words["citations"][0].url == url and not any(SEMANTIC_SCORE in d.metadata for d in words["documents"])
+    assert words["citations"][0]["url"] == url and not any(SEMANTIC_SCORE in d["metadata"] for d in words["documents"])
 
 
 def test_the_models_cosines_do_not_tell_the_finnish_pages_apart(corpus: Path, tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_the_models_cosines_do_not_tell_the_finnish_pages_apart(corpus: Path, tm
     # as the right one (in English the answer leads an unrelated sentence by over 0.3:
     # tests/unit/test_embeddings_local.py).
     out = _ask(corpus, tmp_path / "i.sqlite3", "Kuinka pitkä salasanan on oltava?")
-    scores = sorted((d.metadata[SEMANTIC_SCORE] for d in out["documents"]), reverse=True)
+    scores = sorted((d["metadata"][SEMANTIC_SCORE] for d in out["documents"]), reverse=True)
     assert len(scores) == 3 and min(scores) > 0.3 and scores[0] - scores[-1] < 0.3
 
 

@@ -24,17 +24,16 @@ def _ctx(corpus: Path, **kw: Any) -> EvidentContext:
 
 def _check_grounded(out: dict[str, Any]) -> None:
     """Every cited sentence resolves to retrieved text; every quote is the document's own text."""
-    docs = {d.url: d for d in out["documents"]}
+    docs = {d["url"]: d for d in out["documents"]}
     assert out["citations"], out["answer"]
     for c in out["citations"]:
-        assert c.url in docs, c.url
-        assert c.spans
-        text = docs[c.url].content
-        for start, end in c.spans:
+        assert c["url"] in docs, c["url"]
+        assert c["spans"]
+        text = docs[c["url"]]["content"]
+        for start, end in c["spans"]:
             assert 0 <= start < end <= len(text)
-        assert c.quote == " … ".join(text[s:e] for s, e in c.spans) or c.quote.replace(" … ", "") == "".join(
-            text[s:e] for s, e in c.spans
-        )
+        quoted = [text[s:e] for s, e in c["spans"]]
+        assert c["quote"] == " … ".join(quoted) or c["quote"].replace(" … ", "") == "".join(quoted)
     for url in CITATION.findall(out["answer"]):
         assert url in docs
     for line in parse_answer(out["answer"]):
@@ -51,7 +50,7 @@ def test_answers_with_resolved_citations(examples: Path) -> None:
     assert "30 days" in out["answer"]
     _check_grounded(out)
     assert {"rewrite", "retrieve", "extract", "align", "generate", "verify", "postprocess"} <= set(out["timings_ms"])
-    assert all(d.action in {"kept", "truncated", "relinked", "dropped"} for d in out["alignment"])
+    assert all(d["action"] in {"kept", "truncated", "relinked", "dropped"} for d in out["alignment"])
 
 
 def test_async_invoke_gives_the_same_answer(examples: Path) -> None:
@@ -91,7 +90,7 @@ def test_weak_evidence_is_answered_with_the_preface(tmp_path: Path) -> None:
     _check_grounded(out)
     plain = graph.invoke(query, context=_ctx(tmp_path, embeddings="none", answer_hedge_margin=0.0))
     assert plain["status"] == "answered" and not plain["answer"].startswith("The documentation")
-    assert {c.url for c in plain["citations"]} == {c.url for c in out["citations"]}
+    assert {c["url"] for c in plain["citations"]} == {c["url"] for c in out["citations"]}
     # A question the page answers outright is not hedged.
     sure = graph.invoke({"query": "How many days of annual leave do I get?"}, context=_ctx(tmp_path, embeddings="none"))
     assert sure["answer"].startswith("Employees get 25 days")
@@ -151,8 +150,8 @@ def test_any_langchain_retriever_and_glossary() -> None:
     )
     assert out["status"] == "answered"
     assert "TravelDesk™" in out["answer"]
-    assert out["citations"][0].quote.startswith("Employees must book flights")
-    assert "TravelDesk™" not in out["citations"][0].quote  # quotes stay source text
+    assert out["citations"][0]["quote"].startswith("Employees must book flights")
+    assert "TravelDesk™" not in out["citations"][0]["quote"]  # quotes stay source text
     _check_grounded(out)
 
 
@@ -161,7 +160,7 @@ def test_failing_source_degrades_instead_of_crashing() -> None:
     out = g.invoke({"query": "How early must flights be booked?"})
     assert out["status"] == "degraded"
     assert out["answer"] == INSUFFICIENT_ANSWER
-    assert out["source_errors"][0].message.endswith("wiki is down")
+    assert out["source_errors"][0]["message"].endswith("wiki is down")
 
 
 def test_drifted_and_invented_passages_never_reach_the_answer() -> None:
@@ -214,5 +213,6 @@ def test_a_sentence_two_retrieved_pages_hold_cites_both() -> None:
                    context=EvidentContext(max_passages=1))
     assert out["status"] == "answered"
     assert f"{answer} [https://a.example/apply][https://a.example/estimator]" in out["answer"]
-    assert {c.url for c in out["citations"] if c.quote == answer} == {"https://a.example/apply", "https://a.example/estimator"}
+    assert {c["url"] for c in out["citations"] if c["quote"] == answer} == {"https://a.example/apply",
+                                                                           "https://a.example/estimator"}
     _check_grounded(out)

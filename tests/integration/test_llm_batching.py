@@ -90,12 +90,12 @@ def test_long_corpus_is_extracted_in_parallel_batches_and_merged(server: OpenAIS
     passages = final["passages"]
     expected = sum(len(b) for b in plan)
     assert len(passages) == expected
-    assert [p.passage_id for p in passages] == [f"p{i}" for i in range(1, expected + 1)]
-    assert len({" ".join(p.content.split()) for p in passages}) == expected
+    assert [p["passage_id"] for p in passages] == [f"p{i}" for i in range(1, expected + 1)]
+    assert len({" ".join(p["content"].split()) for p in passages}) == expected
     assert final["extractions"] == []  # consumed by the merge
     assert final["status"] == "answered" and final["model_errors"] == []
     check_grounded(final)
-    cited = {c.url for c in final["citations"]}
+    cited = {c["url"] for c in final["citations"]}
     assert cited == {d.metadata["url"] for d in docs}
 
 

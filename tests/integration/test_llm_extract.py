@@ -47,9 +47,9 @@ def test_verbatim_passages_give_a_cited_answer_with_spans(server: OpenAIServer) 
     assert out["status"] == "answered", out["model_errors"]
     assert out["mode"] == "llm" and out["model_errors"] == []
     assert "14 days" in out["answer"] and "8 hours" in out["answer"]
-    assert [d.action for d in out["alignment"]] == ["kept", "kept"]
+    assert [d["action"] for d in out["alignment"]] == ["kept", "kept"]
     check_grounded(out)
-    quotes = " ".join(c.quote for c in out["citations"])
+    quotes = " ".join(c["quote"] for c in out["citations"])
     assert "14 days before departure" in quotes and "longer than 8 hours" in quotes
     # The extraction request: structured output, temperature 0, documents with URL and source type.
     ex = server.of_kind("extract")[0]
@@ -69,14 +69,14 @@ def test_paraphrased_tail_is_cut_and_its_claim_never_reaches_the_answer(server: 
             f"Directors may book first class on any flight at any time. [{TRAVEL}]"))],
     )
     out = run(server, "How early must flights be booked?", TRAVEL)
-    assert [d.action for d in out["alignment"]] == ["truncated"]
-    assert "first class" not in out["alignment"][0].quote
+    assert [d["action"] for d in out["alignment"]] == ["truncated"]
+    assert "first class" not in out["alignment"][0]["quote"]
     assert out["status"] == "answered"
     assert "14 days before departure" in out["answer"]
     assert "first class" not in out["answer"] and "Directors" not in out["answer"]
     assert any("first class" in s for s in out["removed_sentences"])
     check_grounded(out)
-    assert all("first class" not in c.quote for c in out["citations"])
+    assert all("first class" not in c["quote"] for c in out["citations"])
 
 
 def test_wrong_urls_are_relinked_and_repaired(server: OpenAIServer) -> None:
@@ -86,12 +86,12 @@ def test_wrong_urls_are_relinked_and_repaired(server: OpenAIServer) -> None:
         generate=[Reply(content=f"Remote work is allowed up to three days per week. [{TRAVEL}]")],
     )
     out = run(server, "How many days of remote work are allowed?", TRAVEL, REMOTE)
-    relinked = [d for d in out["alignment"] if d.action == "relinked"]
-    assert len(relinked) == 1 and relinked[0].original_url == TRAVEL and relinked[0].url == REMOTE
+    relinked = [d for d in out["alignment"] if d["action"] == "relinked"]
+    assert len(relinked) == 1 and relinked[0]["original_url"] == TRAVEL and relinked[0]["url"] == REMOTE
     assert out["status"] == "answered"
     assert out["answer"] == f"Remote work is allowed up to three days per week. [{REMOTE}]"
     check_grounded(out)
-    assert [c.url for c in out["citations"]] == [REMOTE]
+    assert [c["url"] for c in out["citations"]] == [REMOTE]
 
 
 def test_invented_urls_never_reach_the_answer(server: OpenAIServer) -> None:
@@ -103,12 +103,12 @@ def test_invented_urls_never_reach_the_answer(server: OpenAIServer) -> None:
             "Interns may never travel abroad. [https://made-up.example/x]"))],
     )
     out = run(server, "How early must flights be booked?", TRAVEL, EXPENSES)
-    assert sorted(d.action for d in out["alignment"]) == ["dropped", "relinked"]
+    assert sorted(d["action"] for d in out["alignment"]) == ["dropped", "relinked"]
     assert "evil.example" not in out["answer"] and "made-up" not in out["answer"]
     assert "Interns" not in out["answer"]
     assert "14 days" in out["answer"]
     check_grounded(out)
-    assert {c.url for c in out["citations"]} == {TRAVEL}
+    assert {c["url"] for c in out["citations"]} == {TRAVEL}
 
 
 def test_a_changed_number_is_removed(server: OpenAIServer) -> None:
@@ -135,7 +135,7 @@ def test_an_answer_with_nothing_supported_falls_back_to_the_offline_composer(ser
     out = run(server, "How many days do I have to submit an expense report?", EXPENSES)
     assert out["status"] == "degraded"
     assert "45" not in out["answer"] and "30 days" in out["answer"]
-    assert any(e.message.startswith("verify:") for e in out["model_errors"])
+    assert any(e["message"].startswith("verify:") for e in out["model_errors"])
     check_grounded(out)
 
 
@@ -159,7 +159,7 @@ def test_a_reply_in_another_shape_is_read_tolerantly(server: OpenAIServer) -> No
                   generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
     out = run(server, "How early must flights be booked?", TRAVEL)
     assert len(server.of_kind("extract")) == 1
-    assert [d.action for d in out["alignment"]] == ["kept"]
+    assert [d["action"] for d in out["alignment"]] == ["kept"]
     assert out["status"] == "answered"
     check_grounded(out)
 
@@ -173,7 +173,7 @@ def test_truncated_json_keeps_the_complete_passages(server: OpenAIServer) -> Non
     server.script(extract=[Reply(content=cut, finish_reason="length")],
                   generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
     out = run(server, "How early must flights be booked?", TRAVEL)
-    assert [p.content for p in out["passages"]] == [BOOKING]
+    assert [p["content"] for p in out["passages"]] == [BOOKING]
     assert out["status"] == "answered" and out["model_errors"] == []
     check_grounded(out)
 
@@ -183,7 +183,7 @@ def test_truncated_json_without_a_length_finish_reason(server: OpenAIServer) -> 
     cut = f'{{"collected_passages": [{first}, {{"passage_id": "2", "url": "{TRAVEL}", "con'
     server.script(extract=[Reply(content=cut)], generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
     out = run(server, "How early must flights be booked?", TRAVEL)
-    assert [p.content for p in out["passages"]] == [BOOKING]
+    assert [p["content"] for p in out["passages"]] == [BOOKING]
     assert out["status"] == "answered"
 
 
@@ -230,7 +230,7 @@ def test_a_quote_with_normalised_whitespace_is_kept_as_the_source_text(server: O
     server.script(extract=[passages_reply((TRAVEL, BOOKING.replace(" ", "  ").upper()))],
                   generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
     out = run(server, "How early must flights be booked?", TRAVEL)
-    assert out["alignment"][0].action == "kept"
-    assert out["alignment"][0].quote == BOOKING  # the document's own characters, not the model's
+    assert out["alignment"][0]["action"] == "kept"
+    assert out["alignment"][0]["quote"] == BOOKING  # the document's own characters, not the model's
     assert out["status"] == "answered"
     check_grounded(out)

@@ -76,10 +76,10 @@ def test_429_after_all_retries_degrades_to_the_offline_engine(server: OpenAIServ
     out = run(server, model_max_retries=2)
     assert len(server.of_kind("extract")) == 3  # one call and two retries
     assert out["status"] == "degraded"
-    steps = [e.message.split(":")[0] for e in out["model_errors"]]
+    steps = [e["message"].split(":")[0] for e in out["model_errors"]]
     assert steps == ["extract", "generate"]
-    assert all("429" in e.message and e.kind == "model" for e in out["model_errors"])
-    assert "offline" in out["model_errors"][0].message
+    assert all("429" in e["message"] and e["kind"] == "model" for e in out["model_errors"])
+    assert "offline" in out["model_errors"][0]["message"]
     reference = offline()
     assert out["answer"] == reference["answer"] and out["answer"] != INSUFFICIENT_ANSWER
     check_grounded(out)
@@ -90,8 +90,8 @@ def test_a_stalled_model_times_out_and_the_query_is_answered_offline(server: Ope
     server.script(extract=[Reply(delay_s=30, content="{}")], generate=[Reply(delay_s=30, content="late")])
     out = run(server, model_timeout_s=0.3, model_max_retries=3)
     assert out["status"] == "degraded"
-    assert [e.kind for e in out["model_errors"]] == ["timeout", "timeout"]
-    assert "0.3 s" in out["model_errors"][0].message
+    assert [e["kind"] for e in out["model_errors"]] == ["timeout", "timeout"]
+    assert "0.3 s" in out["model_errors"][0]["message"]
     assert len(server.of_kind("extract")) == 1  # timeouts are not retried
     assert out["answer"] == offline()["answer"]
     check_grounded(out)
@@ -102,7 +102,7 @@ def test_a_refusal_degrades(server: OpenAIServer) -> None:
                   generate=[Reply(refusal="I can't help with that.")])
     out = run(server)
     assert out["status"] == "degraded"
-    assert len(out["model_errors"]) == 2 and all("refused" in e.message for e in out["model_errors"])
+    assert len(out["model_errors"]) == 2 and all("refused" in e["message"] for e in out["model_errors"])
     assert len(server.of_kind("extract")) == 1
     check_grounded(out)
 
@@ -111,8 +111,8 @@ def test_empty_output_degrades(server: OpenAIServer) -> None:
     server.script(extract=[Reply(content="")], generate=[Reply(content="")])
     out = run(server)
     assert out["status"] == "degraded"
-    assert "no usable passage list" in out["model_errors"][0].message
-    assert "empty answer" in out["model_errors"][1].message
+    assert "no usable passage list" in out["model_errors"][0]["message"]
+    assert "empty answer" in out["model_errors"][1]["message"]
     check_grounded(out)
 
 
@@ -121,8 +121,8 @@ def test_an_uncited_answer_that_nothing_supports_degrades(server: OpenAIServer) 
                   generate=[Reply(content="I'm sorry, but I cannot answer questions about travel.")])
     out = run(server)
     assert out["status"] == "degraded" and out["generated_by"] == "offline"
-    assert [e.message.split(":")[0] for e in out["model_errors"]] == ["verify"]
-    assert "no sentence of the model's answer is supported" in out["model_errors"][0].message
+    assert [e["message"].split(":")[0] for e in out["model_errors"]] == ["verify"]
+    assert "no sentence of the model's answer is supported" in out["model_errors"][0]["message"]
     assert "14 days" in out["answer"] and "sorry" not in out["answer"]
     check_grounded(out)
 
@@ -137,9 +137,9 @@ def test_server_errors_in_one_batch_degrade_only_that_batch(server: OpenAIServer
     out = run(server, context_budget_tokens=256, token_counter="approx", chars_per_token=1.5, model_max_retries=0)
     assert out["status"] == "degraded"
     assert len(out["model_errors"]) == 1
-    assert out["model_errors"][0].message.startswith("extract (batch 1 of 2): HTTP 500")
+    assert out["model_errors"][0]["message"].startswith("extract (batch 1 of 2): HTTP 500")
     # The expenses batch was read by the model, the travel batch by the offline extractor.
-    assert {p.url for p in out["passages"]} == {TRAVEL, EXPENSES}
+    assert {p["url"] for p in out["passages"]} == {TRAVEL, EXPENSES}
     assert "14 days" in out["answer"]
     check_grounded(out)
 
@@ -148,8 +148,8 @@ def test_no_api_key_for_a_hosted_model_is_a_config_error_not_a_crash(monkeypatch
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     out = run(None, model="gpt-4o-mini")
     assert out["status"] == "degraded"
-    assert out["model_errors"][0].kind == "config"
-    assert "OPENAI_API_KEY" in out["model_errors"][0].message
+    assert out["model_errors"][0]["kind"] == "config"
+    assert "OPENAI_API_KEY" in out["model_errors"][0]["message"]
     assert len(out["model_errors"]) == 2  # extract and generate each say so once
     assert out["answer"] == offline()["answer"]
 

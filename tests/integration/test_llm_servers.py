@@ -65,7 +65,7 @@ def test_a_json_schema_500_moves_to_json_mode_at_once_and_the_rung_is_remembered
         g = build_graph(retriever=retriever(TRAVEL, EXPENSES))
         batches = [b for update in g.stream({"query": QUERY}, context=llm_context(server), stream_mode="updates")
                    for b in (update.get("extract_batch") or {}).get("extractions") or []]
-        assert [b.rung for b in batches] == ["json_mode"]
+        assert [b["rung"] for b in batches] == ["json_mode"]
         # ... and in the trace metadata of the step.
         assert summarize("extract_batch", {"extractions": batches})["rung"] == "json_mode"
         assert shapes(server)[2:] == ["json_object"]  # the next query starts on the rung that worked
@@ -82,8 +82,8 @@ def test_a_server_traceback_is_trimmed_to_its_message() -> None:
                       generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
         out = ask(server, model_max_retries=0)
         (error, *_) = out["model_errors"]
-        assert "RuntimeError: the GPU fell over" in error.message and "Traceback" not in error.message
-        assert "File" not in error.message
+        assert "RuntimeError: the GPU fell over" in error["message"] and "Traceback" not in error["message"]
+        assert "File" not in error["message"]
 
 
 def test_the_output_cap_is_sent_as_max_tokens_too() -> None:
@@ -148,7 +148,7 @@ def test_an_uncited_model_answer_is_salvaged_sentence_by_sentence(server: OpenAI
     assert out["answer"] == f"{BOOKING} [{TRAVEL}]\n{BUSINESS} [{TRAVEL}]"
     assert out["removed_sentences"] == ["Flights to the moon are always business class."]
     (note,) = out["model_errors"]
-    assert "3 sentence(s)" in note.message and "2 re-cited" in note.message and "1 removed" in note.message
+    assert "3 sentence(s)" in note["message"] and "2 re-cited" in note["message"] and "1 removed" in note["message"]
     check_grounded(out)
 
 
@@ -165,7 +165,7 @@ def test_an_uncited_sentence_is_not_cut_at_an_abbreviation(server: OpenAIServer)
     out = g.invoke({"query": "What do I need before a trip to the U.S.?"}, context=llm_context(server))
     assert out["answer"] == f"{esta} [{page}] {fares} [{page}]"
     assert out["removed_sentences"] == []
-    assert "2 sentence(s)" in out["model_errors"][0].message and "2 re-cited" in out["model_errors"][0].message
+    assert "2 sentence(s)" in out["model_errors"][0]["message"] and "2 re-cited" in out["model_errors"][0]["message"]
 
 
 def test_a_restated_question_and_repeats_are_not_salvaged(server: OpenAIServer) -> None:
@@ -178,7 +178,7 @@ def test_a_restated_question_and_repeats_are_not_salvaged(server: OpenAIServer) 
     # The last line restates the question (cut where a weak model broke its line): no claim either.
     assert out["removed_sentences"] == [question, BOOKING, question,
                                         "Employees must book flights through the TravelDesk portal"]
-    assert "5 sentence(s)" in out["model_errors"][0].message and "1 re-cited" in out["model_errors"][0].message
+    assert "5 sentence(s)" in out["model_errors"][0]["message"] and "1 re-cited" in out["model_errors"][0]["message"]
 
 
 def test_passages_copied_from_the_prompts_example_are_dropped(server: OpenAIServer) -> None:
@@ -187,7 +187,7 @@ def test_passages_copied_from_the_prompts_example_are_dropped(server: OpenAIServ
     server.script(extract=[Reply(content=json.dumps({"collected_passages": [example, real]}))],
                   generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
     out = ask(server)
-    assert [p.url for p in out["passages"]] == [TRAVEL]
+    assert [p["url"] for p in out["passages"]] == [TRAVEL]
     assert "dropped 1 passage(s) copied from the prompt's example" in out["extraction_notes"][0]
     # The example itself cannot be mistaken for document text: placeholders, not prose.
     assert "[example-doc]" in server.of_kind("extract")[0].text
@@ -199,10 +199,10 @@ def test_a_heading_or_a_fragment_is_not_evidence(server: OpenAIServer) -> None:
                                           (TRAVEL, BOOKING))],
                   generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
     out = ask(server)
-    reasons = {d.content: (d.action, d.reason) for d in out["alignment"]}
+    reasons = {d["content"]: (d["action"], d["reason"]) for d in out["alignment"]}
     assert reasons["# Travel policy"] == ("dropped", "the passage is only a heading")
     assert reasons["Overview"][0] == "dropped"
-    assert [d.content for d in out["verified"]] == [BOOKING]
+    assert [d["content"] for d in out["verified"]] == [BOOKING]
 
 
 def test_the_evidence_rule() -> None:
@@ -221,8 +221,8 @@ def test_only_headings_verified_means_no_generation_call(server: OpenAIServer) -
     assert out["status"] == "insufficient"
 
 
-def test_ask_stream_says_when_the_composer_wrote_the_answer(server: OpenAIServer, examples: Path,
-                                                            tmp_path: Path) -> None:
+def test_ask_stream_never_prints_the_draft_the_composer_replaced(server: OpenAIServer, examples: Path,
+                                                                 tmp_path: Path) -> None:
     echo = echo_responder()
 
     def respond(request: ChatRequest) -> Reply:
@@ -240,6 +240,5 @@ def test_ask_stream_says_when_the_composer_wrote_the_answer(server: OpenAIServer
         capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "Penguins" in proc.stdout.split("\n")[0]  # the streamed draft
-    assert "the model's draft was not used" in proc.stderr and "verify changed the draft" not in proc.stderr
-    assert "Penguins" not in proc.stdout.split("\n", 1)[1]  # the answer printed after it is the composer's
+    assert "Penguins" not in proc.stdout and "Penguins" not in proc.stderr  # the draft is never shown
+    assert "no sentence of the model's answer is supported" in proc.stderr  # and why

@@ -23,7 +23,7 @@ from evident.connectors.visibility import document_tokens
 from evident.context import EvidentContext
 from evident.embeddings.meaning import QueryMeaning
 from evident.graph import build_graph
-from evident.models import SourceDocument
+from evident.models import Citation, SourceDocument
 
 LEAVE = ("# Parental leave\n\nAll parents receive 18 weeks of fully paid parental leave after the birth of a child.\n\n"
          "# Sick leave\n\nTell your manager on the first day you are ill.")
@@ -96,8 +96,8 @@ def test_the_callers_tokens_go_into_the_query_and_the_top_k_is_theirs(engine: st
     (body,) = _Engine.bodies  # one request: no refill rounds for a search that filters itself
     assert body["query"]["bool"]["filter"]["terms"]["acl_tokens"] == [
         "public", "authenticated", "user:bob", "group:staff", "unstated", "blank"]
-    assert [d.url for d in out["documents"]] == ["https://hr.example/leave#chunk-1"]
-    (citation, *_) = out["citations"]
+    assert [d["url"] for d in out["documents"]] == ["https://hr.example/leave#chunk-1"]
+    citation = Citation.model_validate(out["citations"][0])
     assert citation.url == "https://hr.example/leave" and citation.span_base == "document"
     assert citation.quote == " … ".join(LEAVE[s:e] for s, e in citation.spans)
     assert "18 weeks" in citation.quote

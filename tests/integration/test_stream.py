@@ -1,4 +1,6 @@
-"""Streaming: node progress and answer tokens from `graph.stream`, and `evident ask --stream`."""
+"""Streaming: node progress and the verified answer from `graph.stream`, and `evident ask --stream`.
+
+The model's draft is never streamed as the answer: `verify` may remove its sentences (here, UNSUPPORTED)."""
 
 from __future__ import annotations
 
@@ -40,32 +42,27 @@ def script(server: OpenAIServer) -> None:
 
 
 def events(chunks: Any) -> list[tuple[str, Any]]:
-    """(kind, payload): ("update", node), ("token", text) or ("answer", text) in the order they came."""
+    """(kind, payload): ("update", node), ("message", (node, text)) in the order they came."""
     out: list[tuple[str, Any]] = []
     for mode, item in chunks:
         if mode == "updates":
             out.extend(("update", node) for node in item)
         elif mode == "messages":
             message, meta = item
-            if meta["langgraph_node"] == "postprocess":  # the verified answer joins `messages`, whole
-                assert not isinstance(message, AIMessageChunk) and message.additional_kwargs["status"]
-                out.append(("answer", message.content))
-                continue
-            assert meta["langgraph_node"] == "generate"  # extraction JSON never reaches the stream
-            if isinstance(message, AIMessageChunk) and message.content:
-                out.append(("token", message.content))
+            out.append(("message", (meta["langgraph_node"], message)))
     return out
 
 
 def check_llm_events(seen: list[tuple[str, Any]]) -> None:
     updates = [p for k, p in seen if k == "update"]
-    tokens = [p for k, p in seen if k == "token"]
     assert updates == LLM_PATH
-    assert len(tokens) > 5 and "".join(tokens) == DRAFT  # the draft, token by token
-    kinds = [k for k, _ in seen]
-    first_token, last_token = kinds.index("token"), len(kinds) - 1 - kinds[::-1].index("token")
-    # Tokens arrive while `generate` runs: after the steps before it, before the steps after it.
-    assert seen.index(("update", "align")) < first_token and last_token < seen.index(("update", "generate"))
+    # One message: the verified answer, whole, as `postprocess` adds it to `messages`; no token of the
+    # extraction, rewrite or generation calls (all tagged `nostream`), so nothing `verify` removed.
+    ((node, answer),) = [p for k, p in seen if k == "message"]
+    assert node == "postprocess" and not isinstance(answer, AIMessageChunk)
+    assert answer.additional_kwargs["status"] == "answered"
+    assert BOOKING in answer.content and UNSUPPORTED not in answer.content
+    assert seen.index(("update", "verify")) < seen.index(("message", (node, answer)))
 
 
 def test_updates_and_tokens_stream_in_llm_mode(server: OpenAIServer) -> None:
@@ -129,17 +126,14 @@ def test_ask_stream_offline_prints_steps_on_stderr_and_the_answer_on_stdout(tmp_
     assert "Status: answered" in proc.stderr
 
 
-def test_ask_stream_prints_tokens_then_the_verified_answer(server: OpenAIServer, tmp_path: Path) -> None:
+def test_ask_stream_prints_only_the_verified_answer(server: OpenAIServer, tmp_path: Path) -> None:
     script(server)
     proc = ask(Q, "--corpus", str(corpus(tmp_path)), "--stream", env=model_env(server))
     assert proc.returncode == 0, proc.stderr
-    assert [r.stream for r in server.requests] == [False, True]  # the answer was streamed by the model
-    out = proc.stdout
-    assert out.startswith(DRAFT)  # the tokens, as they came, first
-    assert "verify changed the draft" in proc.stderr
-    verified = out[len(DRAFT):]
-    assert BOOKING in verified and UNSUPPORTED not in verified  # then the verified answer
+    assert len(server.requests) == 2  # extraction, then generation: the draft was written
     assert "· verify: 1 sentence kept, 1 removed" in proc.stderr
+    assert BOOKING in proc.stdout and "Citations" in proc.stdout
+    assert UNSUPPORTED not in proc.stdout and UNSUPPORTED not in proc.stderr  # the draft's sentence, never shown
 
 
 def test_ask_stream_json_events(server: OpenAIServer, tmp_path: Path) -> None:
@@ -149,10 +143,12 @@ def test_ask_stream_json_events(server: OpenAIServer, tmp_path: Path) -> None:
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     steps = [e["node"] for e in lines if e["event"] == "step"]
     assert steps == LLM_PATH
-    assert "".join(e["text"] for e in lines if e["event"] == "token") == DRAFT
     result = lines[-1]
     assert result["event"] == "result" and result["status"] == "answered"
-    assert UNSUPPORTED not in result["answer"] and result["citations"][0]["quote"] == BOOKING
+    (answer,) = [e["text"] for e in lines if e["event"] == "answer"]
+    assert answer == result["answer"] and UNSUPPORTED not in answer
+    assert not [e for e in lines if e["event"] not in ("step", "answer", "result")]
+    assert result["citations"][0]["quote"] == BOOKING
     align = next(e for e in lines if e.get("node") == "align")["summary"]
     assert align["kept"] == 1 and align["decisions"][0]["action"] == "kept"
 

@@ -153,7 +153,7 @@ def test_why_a_source_hid_itself_is_logged_and_traced_never_answered(
     with caplog.at_level("WARNING", logger="evident.nodes.retrieve"):
         out = traced(langsmith_api, lambda: build_graph(retriever=federation).invoke(
             {"query": QUERY, "principal": principal}, context=EvidentContext()))
-    assert [r.hidden for r in out["source_runs"]] == [[], []]  # the caller learns nothing about the source
+    assert [r["hidden"] for r in out["source_runs"]] == [[], []]  # the caller learns nothing about the source
     assert UNMAPPED_REASON not in str(out) and UNMAPPED_REASON in caplog.text
     assert metadata(node_runs(langsmith_api)["retrieve"])["hidden_sources"] == {"crm": [UNMAPPED_REASON]}
 
@@ -273,25 +273,27 @@ def test_the_model_never_sees_a_hidden_document(server: OpenAIServer, langsmith_
         assert marker not in prompts and marker not in sent, marker
 
 
-# -- tracing off costs nothing -------------------------------------------------------------------------
+# -- tracing off costs little -------------------------------------------------------------------------
 
 
-def test_no_tracer_no_summary(monkeypatch: pytest.MonkeyPatch, server: OpenAIServer) -> None:
+def test_no_tracer_no_trace_summary(monkeypatch: pytest.MonkeyPatch, server: OpenAIServer) -> None:
+    """Without a tracer a node counts no tokens and makes no trace summary (prompt-token estimates, settings):
+    only the short summary its `stream_mode="custom"` progress event needs."""
     calls: list[str] = []
-    real = instrument.summarize
+    real = instrument._summary
 
-    def counting(node: str, *args: Any, **kw: Any) -> dict[str, Any]:
-        calls.append(node)
-        return real(node, *args, **kw)
+    def counting(name: str, *args: Any, **kw: Any) -> dict[str, Any]:
+        calls.append(name)
+        return real(name, *args, **kw)
 
-    monkeypatch.setattr(instrument, "summarize", counting)
+    monkeypatch.setattr(instrument, "_summary", counting)
     g = hr_graph()
     g.invoke({"query": QUERY}, context=EvidentContext())
     list(g.stream({"query": QUERY}, context=EvidentContext(), stream_mode=["updates", "messages"]))
     server.respond_with(echo_responder())
     build_graph(retriever=retriever(TRAVEL)).invoke({"query": "How early must flights be booked?"},
                                                     context=llm_context(server))
-    assert calls == []  # no tracer listening: the wrapper only called the node
+    assert calls == []  # no tracer listening: no trace summary
 
     handler = RunCollectorCallbackHandler()
     g.invoke({"query": QUERY}, {"callbacks": [handler]}, context=EvidentContext())

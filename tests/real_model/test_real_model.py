@@ -78,14 +78,14 @@ def test_the_llm_path_keeps_its_guarantees_on_a_real_model(real_server: str) -> 
             assert e["kind"] != "timeout" and "HTTP" not in e["message"], e
             assert "rejected" not in e["message"] and "not supported" not in e["message"], e
         # No citation outside the retrieved set; every quote is the source's text at its spans.
-        docs = {d.url: d for d in state["documents"]}
+        docs = {d["url"]: d for d in state["documents"]}
         assert {c["url"] for c in res["citations"]} <= {r["url"] for r in res["retrieved"]}
         for c in res["citations"]:
-            text = docs[c["url"]].content
+            text = docs[c["url"]]["content"]
             assert c["quote"].replace(" … ", "") == "".join(text[s:e] for s, e in c["spans"])
         for d in state["verified"]:
-            assert d.quote.replace(" … ", "") == "".join(docs[d.url].content[s:e] for s, e in d.spans)
-        actions = Counter(d.action for d in state["alignment"])
+            assert d["quote"].replace(" … ", "") == "".join(docs[d["url"]]["content"][s:e] for s, e in d["spans"])
+        actions = Counter(d["action"] for d in state["alignment"])
         figures.update({"questions": 1, f"status {res['status']}": 1, f"answer by {state.get('generated_by')}": 1,
                         "passages": len(state["passages"]), "verified": len(state["verified"]),
                         "citations": len(res["citations"]), "model errors": len(res["model_errors"]),

@@ -134,15 +134,15 @@ def echo_responder(extract_sentences: int = 1, tokens: dict[str, Any] | None = N
 
 def check_grounded(out: dict[str, Any]) -> None:
     """Every citation resolves to retrieved text; quotes are the documents' own text; nothing uncited."""
-    docs = {d.url: d for d in out["documents"]}
+    docs = {d["url"]: d for d in out["documents"]}
     assert out["citations"], out["answer"]
     for c in out["citations"]:
-        assert c.url in docs, c.url
-        assert c.spans and c.passage_ids
-        text = docs[c.url].content
-        for start, end in c.spans:
+        assert c["url"] in docs, c["url"]
+        assert c["spans"] and c["passage_ids"]
+        text = docs[c["url"]]["content"]
+        for start, end in c["spans"]:
             assert 0 <= start < end <= len(text)
-        assert c.quote.replace(" … ", "") == "".join(text[s:e] for s, e in c.spans)
+        assert c["quote"].replace(" … ", "") == "".join(text[s:e] for s, e in c["spans"])
     for url in CITATION.findall(out["answer"]):
         assert url in docs, url
     for line in parse_answer(out["answer"]):

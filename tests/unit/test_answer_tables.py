@@ -72,6 +72,6 @@ def test_the_offline_graph_answers_a_row_as_a_table(examples: Path) -> None:
     # Under its table's header (quoted with the row, the row above it left out as not asked about).
     lines = answer.splitlines()
     assert lines[lines.index(row) - 2 : lines.index(row)] == [header, "|---|---|---|---|"]
-    [table] = [c for c in out["citations"] if is_table(c.sentence)][:1]
-    page = {d.url: d.content for d in out["documents"]}[table.url]
-    assert [page[a:b] for a, b in table.spans] == [header.strip("| "), row.strip("| ")]
+    [table] = [c for c in out["citations"] if is_table(c["sentence"])][:1]
+    page = {d["url"]: d["content"] for d in out["documents"]}[table["url"]]
+    assert [page[a:b] for a, b in table["spans"]] == [header.strip("| "), row.strip("| ")]

@@ -170,10 +170,10 @@ def test_a_served_run_ignores_the_body_principal_and_uses_the_authenticated_one(
     assert anonymous["notes"] == [IGNORED_PRINCIPAL] and anonymous.get("principal") is None
     hr_user = {"identity": "hana", "groups": ["hr"], "is_authenticated": True}
     shown = built.invoke({"query": "secret code word"}, config=served_config(hr_user))
-    assert "kb/secret" in [d.url for d in shown["documents"]] and shown["notes"] == []
+    assert "kb/secret" in [d["url"] for d in shown["documents"]] and shown["notes"] == []
     # Outside the server, the input's principal is the owner's to give.
     owner = built.invoke({"query": "secret code word", "principal": hr})
-    assert "kb/secret" in [d.url for d in owner["documents"]]
+    assert "kb/secret" in [d["url"] for d in owner["documents"]]
 
 
 # -- state per run ---------------------------------------------------------------------------------------
@@ -216,5 +216,5 @@ def test_no_output_counts_hidden_documents() -> None:
     built, _ = _recording_graph()
     out = built.invoke({"query": "secret code word"})
     assert "acl_dropped" not in out
-    assert all(run.denied == 0 for run in out["source_runs"])
+    assert all(run["denied"] == 0 for run in out["source_runs"])
     assert "BLUEHERON" not in json.dumps(out, default=str)

@@ -198,12 +198,12 @@ def _answer(retriever: BaseRetriever) -> dict[str, Any]:
 def test_the_graph_quotes_what_the_words_find_whatever_a_source_claims() -> None:
     out = _answer(Forging())
     assert out["status"] == "answered"
-    assert out["citations"] and out["citations"][0].quote == A
-    assert all(B not in c.quote for c in out["citations"])
-    assert not any(SEMANTIC_WINDOWS in d.metadata for d in out["documents"])
+    assert out["citations"] and out["citations"][0]["quote"] == A
+    assert all(B not in c["quote"] for c in out["citations"])
+    assert not any(SEMANTIC_WINDOWS in d["metadata"] for d in out["documents"])
     # The same page from a source trusted with meaning is read by its windows: the marker is what decides.
     trusted = _answer(Trusted())
-    assert trusted["citations"][0].quote == B
+    assert trusted["citations"][0]["quote"] == B
 
 
 def test_a_corpus_file_cannot_pose_as_the_index_scores_by_meaning(tmp_path: Path) -> None:
@@ -215,7 +215,7 @@ def test_a_corpus_file_cannot_pose_as_the_index_scores_by_meaning(tmp_path: Path
     corpus.write_text(json.dumps(line) + "\n", encoding="utf-8")
     local = LocalCorpusRetriever.from_corpus([corpus], index_path=tmp_path / "i.sqlite3")
     out = _answer(local)
-    assert out["status"] == "answered" and out["citations"][0].quote == A
-    assert all(B not in c.quote for c in out["citations"])
-    assert [d.metadata.get("space") for d in out["documents"]] == ["HR"]
-    assert not any(k in d.metadata for d in out["documents"] for k in (SEMANTIC_WINDOWS, SEMANTIC_SCORE))
+    assert out["status"] == "answered" and out["citations"][0]["quote"] == A
+    assert all(B not in c["quote"] for c in out["citations"])
+    assert [d["metadata"].get("space") for d in out["documents"]] == ["HR"]
+    assert not any(k in d["metadata"] for d in out["documents"] for k in (SEMANTIC_WINDOWS, SEMANTIC_SCORE))

@@ -1,7 +1,7 @@
 // The answer page: ask, follow the graph's steps, read the verified answer, open its citations.
 
 import { append, clear, h, show } from "./dom.js";
-import { ACTIONS, otherSpans, plainAnswer, renderAnswer, renderDraft, renderSources, renderStatus,
+import { ACTIONS, otherSpans, plainAnswer, renderAnswer, renderSources, renderStatus,
   renderTrail, resetNumbers, showDocument, showError } from "./views.js";
 import { HttpError, ask, newThread, sendFeedback } from "./stream.js";
 
@@ -27,8 +27,6 @@ const NEXT = { rewrite: "retrieve", retrieve: "extract", extract_batch: "extract
 let state = {};
 let conversation = { threadId: null, turns: [] }; // the thread of this tab's conversation, and its turns
 let running = null; // the AbortController of the question being answered
-let draft = "";
-let draftFrame = 0;
 let lastOpener = null;
 let current = null; // the newest turn: { question, state, threadId, runId }, once it has an answer
 
@@ -122,9 +120,8 @@ function closeDocument() {
 
 function reset() {
   state = {};
-  draft = "";
   for (const id of ["steps", "answer", "answer-actions", "sources", "source-failures", "trail", "removed", "alerts"]) clear($(id));
-  for (const id of ["answer-panel", "sources-panel", "trail-panel", "doc-panel", "draft-note", "asked-as"]) show($(id), false);
+  for (const id of ["answer-panel", "sources-panel", "trail-panel", "doc-panel", "asked-as"]) show($(id), false);
 }
 
 function onStep(node, update, current) {
@@ -231,21 +228,8 @@ function newConversation() {
   $("question").focus();
 }
 
-function onToken(text) {
-  draft += text;
-  show($("answer-panel"));
-  if (!draftFrame) {
-    draftFrame = requestAnimationFrame(() => {
-      draftFrame = 0;
-      renderDraft(draft, state);
-    });
-  }
-}
-
 function finish(final, turn) {
   state = final;
-  cancelAnimationFrame(draftFrame);
-  draftFrame = 0;
   if (!final.status) {
     showError("No answer", "the run ended before an answer arrived (the connection may have been cut).");
     return;
@@ -317,7 +301,7 @@ async function submit(event) {
       threadId: conversation.threadId,
       token,
       signal: controller.signal,
-      on: { step: onStep, token: onToken, run: (runId) => { turn.runId = runId; } },
+      on: { step: onStep, run: (runId) => { turn.runId = runId; } },
     });
     if (running === controller) {
       turn.state = final;

@@ -1,11 +1,12 @@
 // One question of a conversation, asked through the LangGraph API the server exposes: a thread
 // (`POST threads`, owned by the caller) holds the conversation, and each question is a run on it
 // (`POST threads/{id}/runs/stream` with the question as the user's message), read as server-sent
-// events. "updates" brings each finished step's update, "messages-tuple" the model's tokens (LLM
-// mode only; offline answers arrive whole). The graph rewrites a follow-up into a standalone question.
+// events. "updates" brings each finished step's update; the answer arrives whole, verified, with the
+// `postprocess` step (the model's draft is never streamed: `verify` may still remove its sentences).
+// The graph rewrites a follow-up into a standalone question.
 
 export const GRAPH_ID = "evident";
-const STREAM_MODE = ["updates", "messages-tuple"];
+const STREAM_MODE = ["updates"];
 
 // Channels whose updates add up within a query (their reducer appends); the first step starts afresh.
 const ADDITIVE = new Set(["source_errors", "model_errors"]);
@@ -82,16 +83,6 @@ export function applyUpdate(state, node, update) {
   return next;
 }
 
-/** The text of a streamed message chunk (a string, or a list of content blocks). */
-function tokenText(message) {
-  const content = message?.content;
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    return content.map((part) => (typeof part === "string" ? part : part?.type === "text" ? part.text || "" : "")).join("");
-  }
-  return "";
-}
-
 function headersFor(token, accept) {
   const headers = { "Content-Type": "application/json", Accept: accept };
   if (token) headers.Authorization = `Bearer ${token}`;
@@ -124,8 +115,7 @@ export async function sendFeedback({ threadId, runId, score, comment, token }) {
 
 /**
  * Asks `question` on the thread `threadId`; calls `on.run(runId)` when the server names the run,
- * `on.step(node, update, state)` for every finished step and
- * `on.token(text)` for every answer token; resolves to the final state. Throws HttpError when
+ * `on.step(node, update, state)` for every finished step; resolves to the final state. Throws HttpError when
  * the server refuses the run, and Error("stream: …") when it fails during the run.
  */
 export async function ask(question, { threadId, token, signal, on }) {
@@ -151,12 +141,6 @@ export async function ask(question, { threadId, token, signal, on }) {
         if (node.startsWith("__")) continue;
         state = applyUpdate(state, node, update);
         on.step(node, update || {}, state);
-      }
-    } else if (event === "messages" && Array.isArray(data)) {
-      const [message, meta] = data;
-      if (meta?.langgraph_node === "generate") {
-        const text = tokenText(message);
-        if (text) on.token(text);
       }
     } else if (event === "error") {
       const message = typeof data === "string" ? data : data?.message || data?.error || JSON.stringify(data);

@@ -28,18 +28,14 @@ export function resetNumbers() {
   numbers = new Map();
 }
 
-/**
- * Numbers of the documents, in the order the answers first cite them, then the other retrieved
- * ones. `draftUrls` are a streaming draft's citations.
- */
-export function documentNumbers(state, draftUrls = null) {
-  // Only a final answer fixes numbers; while a run streams (sources at `retrieve`, a draft) they are tried on a copy.
-  const into = state.status && !draftUrls ? numbers : new Map(numbers);
+/** Numbers of the documents, in the order the answers first cite them, then the other retrieved ones. */
+export function documentNumbers(state) {
+  // Only a final answer fixes numbers; while a run streams (sources at `retrieve`) they are tried on a copy.
+  const into = state.status ? numbers : new Map(numbers);
   const add = (url) => {
     if (typeof url === "string" && !into.has(url)) into.set(url, into.size + 1);
   };
   strings(state.citations).forEach((c) => add(c?.url));
-  (draftUrls || []).forEach(add);
   strings(state.documents).forEach((d) => add(d?.url));
   return into;
 }
@@ -93,7 +89,6 @@ export function renderAnswer(state, open, target = $("answer")) {
   const numbers = documentNumbers(state);
   const match = citationMatcher(citations);
   clear(target);
-  if (target === $("answer")) show($("draft-note"), false);
   const cite = (url, sentence) => {
     const index = match(url, sentence);
     if (index === null || !documentOf(state, url)) return null;
@@ -136,15 +131,6 @@ export function plainAnswer(state) {
     return `[${numbers.get(url)}] ${title}${url}`;
   });
   return `${text}\n\nSources:\n${lines.join("\n")}`;
-}
-
-/** The model's draft as it streams: markers become numbered, inactive chips until it is verified. */
-export function renderDraft(draft, state) {
-  const urls = [...draft.matchAll(/\[([^[\]\s]+)\]/g)].map((m) => m[1]);
-  const numbers = documentNumbers(state, urls.filter((u) => documentOf(state, u)));
-  const cite = (url) => (numbers.has(url) ? h("span", { class: "chip pending", "aria-hidden": "true" }, String(numbers.get(url))) : null);
-  show($("draft-note"), true);
-  clear($("answer")).append(renderMarkdown(draft, cite));
 }
 
 /** Sources with titles, links (http/https only) and the source they came from; failures after them. */
