@@ -94,12 +94,12 @@ def test_the_question_is_the_last_human_message_when_tool_messages_follow_it(exa
                 ToolMessage(content="What is the default rate limit in Tessellate Edge?", tool_call_id="call_2")]
     out = build_graph().invoke({"messages": messages}, context=EvidentContext(corpus=[str(examples)]))
     assert out["status"] == "answered", out["error"]
-    assert out["rewrite"].asked == FIRST and out["rewrite"].turns == 1
+    assert out["rewrite"]["asked"] == FIRST and out["rewrite"]["turns"] == 1
     assert "30 days" in out["answer"] and "rate limit" not in out["answer"]
     check_grounded(out)
     # Nothing was removed: the agent's messages stay, EvidenT's answer comes last.
-    assert [m.type for m in out["messages"]] == [m.type for m in messages] + ["ai"]
-    assert out["messages"][-1].content == out["answer"]
+    assert [m["type"] for m in out["messages"]] == [m.type for m in messages] + ["ai"]
+    assert out["messages"][-1]["content"] == out["answer"]
 
 
 def test_instructions_in_a_served_request_are_context_and_bounded(examples: Path) -> None:
@@ -143,7 +143,7 @@ def test_the_model_never_reads_instructions_or_tool_results(server: OpenAIServer
                 HumanMessage("and how long do I have to submit them?")]
     out = build_graph(retriever=retriever(TRAVEL, EXPENSES)).invoke({"messages": messages},
                                                                    context=llm_context(server))
-    assert out["status"] == "answered" and out["rewrite"].rewritten_by == "model"
+    assert out["status"] == "answered" and out["rewrite"]["rewritten_by"] == "model"
     (call,) = [r for r in server.requests if rewrite_marker in r.text]
     assert "User: Who must approve large expense reports?" in call.text
     assert "Assistant: A director approves reports above 5,000 EUR." in call.text

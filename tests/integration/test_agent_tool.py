@@ -22,6 +22,7 @@ from evident.agent.evidence import evidence_artifact, tool_content
 from evident.agent.tool import evident_tool
 from evident.context import EvidentContext
 from evident.graph import build_graph, graph
+from evident.models import SourceDocument
 from tests.support.agents import ScriptedModel, asking
 
 EXPENSES = "How many days do I have to submit an expense report after a trip?"
@@ -75,7 +76,7 @@ def test_the_model_reads_numbered_marks_and_the_artifact_keeps_the_spans(example
     sources = content.split("\n\nSources:\n")[1].splitlines()
     numbers = sorted({c.number for c in artifact.citations})
     assert numbers == list(range(1, len(numbers) + 1)) and len(sources) == len(numbers)
-    documents = {d.url: d for d in state["documents"]}
+    documents = {d["url"]: SourceDocument.model_validate(d) for d in state["documents"]}
     for citation in artifact.citations:
         document = documents[citation.url]
         assert sources[citation.number - 1] == f"[{citation.number}] {document.title} — {citation.url}"

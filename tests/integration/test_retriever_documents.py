@@ -28,7 +28,7 @@ def ask(*docs: Document, **invoke: Any) -> dict[str, Any]:
 
 def cited(out: dict[str, Any]) -> set[str]:
     assert out["status"] == "answered", (out["status"], out["error"], out["source_errors"])
-    return {c.url for c in out["citations"]}
+    return {c["url"] for c in out["citations"]}
 
 
 # -- which id a document is cited by --------------------------------------------------------------------
@@ -45,7 +45,7 @@ def test_a_file_name_with_a_space_is_made_a_safe_id_and_kept_as_the_title() -> N
               Document(page_content=TRAVEL, metadata={"source": r"C:\Policies\Travel Policy.docx"}))
     assert cited(out) == {"Expense%20Policy%202025.pdf"}
     assert "[Expense%20Policy%202025.pdf]" in out["answer"]
-    titles = {d.url: d.title for d in out["documents"]}
+    titles = {d["url"]: d["title"] for d in out["documents"]}
     assert titles == {"Expense%20Policy%202025.pdf": "Expense Policy 2025.pdf",
                       "file:///C:/Policies/Travel%20Policy.docx": r"C:\Policies\Travel Policy.docx"}
     assert out["source_errors"] == []
@@ -88,9 +88,9 @@ def test_a_safe_id_passes_the_id_rule(name: str, expected: str) -> None:
 def test_a_name_that_leads_elsewhere_stays_refused(name: str) -> None:
     out = ask(Document(page_content=EXPENSES, metadata={"source": name, "title": "Expense rules"}),
               Document(page_content=TRAVEL, metadata={"url": "https://wiki.example/travel"}))
-    assert [d.url for d in out["documents"]] == ["https://wiki.example/travel"]
+    assert [d["url"] for d in out["documents"]] == ["https://wiki.example/travel"]
     (error,) = out["source_errors"]
-    assert 'skipped: "Expense rules"' in error.message
+    assert 'skipped: "Expense rules"' in error["message"]
 
 
 # -- what cannot be cited is named, never counted in silence ----------------------------------------------
@@ -100,9 +100,9 @@ def test_a_document_without_any_id_is_named_in_source_errors() -> None:
     out = ask(Document(page_content=EXPENSES, metadata={"title": "Expense rules"}),
               Document(page_content=TRAVEL),
               Document(page_content=EXPENSES, metadata={"url": "https://wiki.example/expenses"}))
-    assert out["status"] == "degraded" and {c.url for c in out["citations"]} == {"https://wiki.example/expenses"}
+    assert out["status"] == "degraded" and {c["url"] for c in out["citations"]} == {"https://wiki.example/expenses"}
     (error,) = out["source_errors"]
-    assert error.message == ('2 documents had no valid id (Document.id, or url or source in its metadata) and '
+    assert error["message"] == ('2 documents had no valid id (Document.id, or url or source in its metadata) and '
                              'were skipped: "Expense rules", "Flights must be booked through the travel desk"')
 
 

@@ -60,8 +60,8 @@ def test_configurable_sets_a_request_setting_locally_as_on_the_server() -> None:
     assert local["status"] == "answered" and len(local["documents"]) == 2 and (seen[-1].top_n, seen[-1].k) == (2, 3)
     by_context = g.invoke({"query": Q}, context={"top_n": 2, "k": 3})
     served = g.invoke({"query": Q}, context={"top_n": 2, "k": 3}, config=configurable(**SERVED))
-    assert [d.url for d in by_context["documents"]] == [d.url for d in served["documents"]] == \
-        [d.url for d in local["documents"]]
+    assert [d["url"] for d in by_context["documents"]] == [d["url"] for d in served["documents"]] == \
+        [d["url"] for d in local["documents"]]
     assert len(g.invoke({"query": Q})["documents"]) == 8  # and without it, the default
 
 
