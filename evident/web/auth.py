@@ -47,10 +47,12 @@ from evident.context import (
 from evident.conversation.messages import size_of
 from evident.conversation.rule import oversized, query_too_long
 from evident.web.admitted import admitted_client
+from evident.web.bodies import OWNERSHIP_KEYS, json_size
 from evident.web.settings import ServerSettings, server_settings
 
 ANONYMOUS = "anonymous"
 OWNER_KEY = "owner"
+CREATOR_KEY = "created_by"
 
 auth = Auth()
 
@@ -306,9 +308,6 @@ def oversized_input(value: Any, ctx: EvidentContext) -> str | None:
 # passed through, they crash the run or point it at state that is not the caller's.
 RESERVED_PREFIXES = ("__", "langgraph_", "checkpoint_")
 RESERVED_KEYS = frozenset({"thread_id", "run_id"})
-# Metadata keys only the server writes: who owns a thread, run or assistant, and which assistants the
-# deployment itself made (readable by everyone).
-OWNERSHIP_KEYS = (OWNER_KEY, "created_by")
 
 
 def _refuse(status: int, detail: str) -> Auth.exceptions.HTTPException:
@@ -330,11 +329,6 @@ def check_reserved(resource: str, action: str, value: Mapping[str, Any]) -> None
         if names:
             raise _refuse(403, f"reserved setting{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))} "
                           "may not be set by a request: LangGraph and the server set them")
-
-
-def json_size(value: Any) -> int:
-    """Bytes of `value` as compact JSON (UTF-8), the way it is stored."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
 
 
 def check_metadata(action: str, value: Mapping[str, Any], settings: ServerSettings) -> None:
@@ -382,7 +376,11 @@ def owner_filter(resource: str, action: str, identity: str, value: dict[str, Any
         if isinstance(metadata, dict):
             metadata[OWNER_KEY] = identity  # in place: the server keeps this very dict
         elif action != "update":
-            value["metadata"] = {OWNER_KEY: identity}
+            metadata = value["metadata"] = {OWNER_KEY: identity}
+        if action == "create_run" and isinstance(metadata, dict):
+            # A run's metadata is merged over its assistant's, and `langgraph dev` makes it a new thread's:
+            # the deployment's assistant's `created_by: system` must not become the run's or the thread's.
+            metadata[CREATOR_KEY] = identity
     if resource == "assistants" and action in ("read", "search"):
         # `created_by` cannot come from a request (`check_metadata`): only the deployment's own
         # assistants, which the server creates at start-up, carry it.
