@@ -13,7 +13,8 @@ fields themselves. The handlers read either.
   checked, groups from a configurable claim). Without it, every caller is anonymous and only
   loopback clients are served (unless the deployment says `insecure`).
 - **Ownership.** Threads, runs and assistants get `metadata.owner` = the caller's identity when
-  created, and every read, search, update and delete is filtered by it: a caller never sees another
+  created (a run's also `created_by`, so that its assistant's `created_by: system` never becomes the
+  run's or a new thread's), and every read, search, update and delete is filtered by it: a caller never sees another
   caller's threads. The graph's own assistant (`created_by: system`) is readable by everyone.
   Crons and the store are refused: the graph uses neither.
 - **Request settings.** A run's `context` (or `config.configurable`) and an assistant's context or
