@@ -22,6 +22,8 @@ the LangGraph server registers, its meta and development routes included:
   fields that would steer tracing, and metadata bounded as a whole. Where the bound depends on what a
   thread or assistant already holds (`update_state`, `command.update`, a PATCH of metadata), the gate
   reads it first, in process and as the caller (evident/web/inprocess.py).
+- **One user's runs are bounded** (evident/web/fairness.py): a request that would take the caller past
+  `max_active_runs` runs pending or running (default 4) is answered `429` with `Retry-After`.
 - **`POST /threads/{id}/state/checkpoint` without a checkpoint id** (what `RemoteGraph.get_state` sends
   for a thread's latest state) is served as `GET /threads/{id}/state`, which it means: Aegra answers
   it with a 400 otherwise.
@@ -44,6 +46,7 @@ from evident.web import bodies
 from evident.web.admitted import admitted_client
 from evident.web.auth import direct_client, identify
 from evident.web.bodies import BodyRefusal
+from evident.web.fairness import RETRY_AFTER_S, RunSlots, TooManyRuns, created_runs
 from evident.web.inprocess import read_as_caller
 from evident.web.routes import ServedRoute, allowed_route, refused_routes, route_table
 from evident.web.settings import ServerSettings, server_settings
@@ -53,6 +56,10 @@ log = logging.getLogger(__name__)
 _BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
 RUN_ROUTES = frozenset({"/runs", "/runs/wait", "/runs/stream", "/threads/{thread_id}/runs",
                         "/threads/{thread_id}/runs/wait", "/threads/{thread_id}/runs/stream"})
+# Routes that answer as soon as their runs exist, with the runs: they are counted until they end.
+BACKGROUND_ROUTES = frozenset({"/runs", "/threads/{thread_id}/runs", "/runs/batch"})
+# What the gate hands itself in the request's scope: who the caller is, and how many runs it creates.
+USER_KEY, RUNS_KEY = "evident.user", "evident.runs"
 _THREAD = re.compile(r"/threads/([^/]+)")
 
 
@@ -88,10 +95,10 @@ def log_route_table(app: object) -> None:
                  _shown(refused))
 
 
-def _authenticate(scope: Scope, settings: ServerSettings) -> None:
-    # The same identity rules as the LangGraph API's own routes (evident/web/auth.py).
+def _authenticate(scope: Scope, settings: ServerSettings) -> str:
+    """The caller's identity, by the same rules as the LangGraph API's own routes (evident/web/auth.py)."""
     try:
-        identify(_header(scope, b"authorization"), admitted_client.get(), settings)
+        return str(identify(_header(scope, b"authorization"), admitted_client.get(), settings)["identity"])
     except Auth.exceptions.HTTPException as exc:
         raise Refusal(exc.status_code, str(exc.detail), dict(exc.headers or {})) from None
 
@@ -144,6 +151,7 @@ class RequestGate:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self.slots = RunSlots()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -161,7 +169,35 @@ class RequestGate:
         except Refusal as refusal:
             await respond(send, refusal.status, refusal.detail, refusal.headers)
             return
-        await self.app(scope, receive, send)
+        if scope.get(RUNS_KEY):
+            await self._counted(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _counted(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve a request that creates runs, within the caller's share of the server."""
+        user, wanted = str(scope[USER_KEY]), int(scope[RUNS_KEY])
+        try:
+            await self.slots.admit(user, wanted, server_settings().max_active_runs, scope)
+        except TooManyRuns as exc:
+            await respond(send, 429, str(exc), {"Retry-After": str(RETRY_AFTER_S)})
+            return
+        background = scope.get("evident.route") in BACKGROUND_ROUTES
+        status, chunks = 0, []
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            elif background and message["type"] == "http.response.body":
+                chunks.append(bytes(message.get("body") or b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            created = created_runs(b"".join(chunks)) if background and 200 <= status < 300 else []
+            self.slots.release(user, wanted, created)
 
     async def _admitted(self, scope: Scope, receive: Receive) -> tuple[Scope, Receive]:
         method = str(scope.get("method") or "GET")
@@ -175,7 +211,8 @@ class RequestGate:
         admitted_client.set(direct_client(scope.get("client"), dict(scope.get("headers") or ())))
         _declared_length(scope, settings.max_body_bytes)
         if route.access != "public" and method != "OPTIONS":
-            await asyncio.to_thread(_authenticate, scope, settings)  # token files: no blocking on the loop
+            # token files: no blocking on the loop
+            scope = {**scope, USER_KEY: await asyncio.to_thread(_authenticate, scope, settings)}
         has_body = _header(scope, b"content-length") not in (None, "0") or _header(scope, b"transfer-encoding")
         if method in _BODILESS and not has_body:
             return scope, receive
@@ -185,7 +222,7 @@ class RequestGate:
         if method in _BODILESS:
             return scope, replaying(body, receive)
         try:
-            scope = await checked_body(scope, route.path, body, settings)
+            scope = await checked_body({**scope, "evident.route": route.path}, route.path, body, settings)
         except BodyRefusal as refusal:
             raise Refusal(refusal.status, refusal.detail) from None
         return scope, replaying(b"" if scope.get("method") == "GET" else body, receive)
@@ -209,8 +246,8 @@ def _body_checks(route: str, path: str, body: bytes, settings: ServerSettings) -
         written = bodies.run_problem(parsed, thread_id, _deployment(), settings.max_metadata_bytes)
         return parsed, written if thread_id else None  # a run without a thread starts an empty one
     if route == "/runs/batch":
-        if not isinstance(parsed, list):
-            raise BodyRefusal(422, "a batch is a list of runs")
+        if not isinstance(parsed, list) or not parsed:
+            raise BodyRefusal(422, "a batch is a non-empty list of runs")
         for run in parsed:
             bodies.run_problem(run, None, _deployment(), settings.max_metadata_bytes)
         return parsed, None
@@ -236,6 +273,8 @@ async def checked_body(scope: Scope, route: str, body: bytes, settings: ServerSe
     path = str(scope.get("path") or "")
     parsed, written = await asyncio.to_thread(_body_checks, route, path, body, settings)
     method = str(scope.get("method"))
+    if route in RUN_ROUTES or route == "/runs/batch":
+        scope = {**scope, RUNS_KEY: len(parsed) if isinstance(parsed, list) else 1}
     if written is not None:
         checkpoint = parsed.get("checkpoint") if isinstance(parsed, dict) else None
         checkpoint_id = parsed.get("checkpoint_id") or (checkpoint or {}).get("checkpoint_id")

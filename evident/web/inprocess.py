@@ -17,7 +17,9 @@ from starlette.types import Scope
 def as_caller(scope: Scope) -> httpx.AsyncClient:
     """A client of the app that serves `scope`, sending the caller's token from the caller's address."""
     client = scope.get("client") or ("127.0.0.1", 0)
-    transport = httpx.ASGITransport(app=scope["app"], client=(str(client[0]), int(client[1])))
+    # A route's own failure is its 500 response, as for any client, not an exception in the caller's request.
+    transport = httpx.ASGITransport(app=scope["app"], client=(str(client[0]), int(client[1])),
+                                    raise_app_exceptions=False)
     headers = {"Content-Type": "application/json"}
     for key, value in scope.get("headers") or ():
         if key.lower() == b"authorization":

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -524,3 +526,27 @@ def test_bad_input_is_a_4xx_naming_the_problem(secured: DevServer) -> None:
     within = raw(secured, "/threads", f'{{"metadata": {{"x": {nested(30)}}}}}'.encode())
     assert within.status_code == 200, within.text
     assert within.json()["thread_id"] in mine()
+
+
+# -- 13. one user's flood leaves the others answered -------------------------------------------------------
+
+
+def test_one_users_flood_leaves_the_others_answered(secured: DevServer) -> None:
+    run = {"assistant_id": "evident", "input": {"query": Q}}
+    with ThreadPoolExecutor(40) as pool:  # alice's background runs, all at once
+        flood = list(pool.map(lambda _: post(secured, ALICE, "/runs", run), range(40)))
+    statuses = [response.status_code for response in flood]
+    refused = [response for response in flood if response.status_code == 429]
+    assert set(statuses) == {200, 429} and statuses.count(200) >= 4, statuses
+    for response in refused:  # the default limit: 4 runs pending or running per user
+        assert response.headers["retry-after"] == "2" and "(the limit is 4 per user)" in response.text
+    # Bob's question is taken and answered meanwhile.
+    answered = ask(secured, BOB, Q)
+    assert answered.status_code == 200 and answered.json()["status"] == "answered"
+    batch = post(secured, ALICE, "/runs/batch", [run] * 5)
+    assert batch.status_code == 429 and "would add 5" in batch.text
+    # Once her runs end, alice is served again (waiting for that state, within a deadline).
+    deadline = time.monotonic() + 120
+    while (again := ask(secured, ALICE, Q)).status_code == 429 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert again.status_code == 200 and again.json()["status"] == "answered"
