@@ -3,7 +3,9 @@
 One user's flood (150 background runs in under a second, or a `/runs/batch` of 300) would otherwise fill
 the server's run queue, and every other user's question would wait behind it. `RequestGate`
 (evident/web/gate.py) admits a request that creates runs only while the caller's runs stay within the
-limit, and answers `429` with `Retry-After` past it, before the run exists.
+limit, and answers `429` with `Retry-After` past it, before the run exists. It holds for authenticated
+users: without authentication every caller is the one `anonymous` user (this machine's, or with
+`--insecure` everyone's alike), and there is no other user to be fair to.
 
 What counts, per server process (per replica on Aegra, so N replicas admit up to N times the limit):
 

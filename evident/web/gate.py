@@ -22,8 +22,9 @@ the LangGraph server registers, its meta and development routes included:
   fields that would steer tracing, and metadata bounded as a whole. Where the bound depends on what a
   thread or assistant already holds (`update_state`, `command.update`, a PATCH of metadata), the gate
   reads it first, in process and as the caller (evident/web/inprocess.py).
-- **One user's runs are bounded** (evident/web/fairness.py): a request that would take the caller past
-  `max_active_runs` runs pending or running (default 4) is answered `429` with `Retry-After`.
+- **One user's runs are bounded** (evident/web/fairness.py): a request that would take an authenticated
+  caller past `max_active_runs` runs pending or running (default 4) is answered `429` with `Retry-After`.
+  Without authentication every caller is the one anonymous user, and there is no one to share with.
 - **`POST /threads/{id}/state/checkpoint` without a checkpoint id** (what `RemoteGraph.get_state` sends
   for a thread's latest state) is served as `GET /threads/{id}/state`, which it means: Aegra answers
   it with a 400 otherwise.
@@ -176,9 +177,13 @@ class RequestGate:
 
     async def _counted(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve a request that creates runs, within the caller's share of the server."""
+        settings = server_settings()
+        if not settings.auth_configured:  # one caller, the anonymous one: no other user to be fair to
+            await self.app(scope, receive, send)
+            return
         user, wanted = str(scope[USER_KEY]), int(scope[RUNS_KEY])
         try:
-            await self.slots.admit(user, wanted, server_settings().max_active_runs, scope)
+            await self.slots.admit(user, wanted, settings.max_active_runs, scope)
         except TooManyRuns as exc:
             await respond(send, 429, str(exc), {"Retry-After": str(RETRY_AFTER_S)})
             return
