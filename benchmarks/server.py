@@ -48,7 +48,7 @@ from machine_info import describe  # noqa: E402  (benchmarks/ is on sys.path whe
 
 from tests.e2e import dev_server  # noqa: E402
 from tests.e2e.dev_server import DevServer  # noqa: E402
-from tests.support.postgres import PostgresCluster  # noqa: E402
+from tests.support.postgres import PostgresServer  # noqa: E402
 from tests.support.redis_server import RedisServer  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
@@ -129,7 +129,8 @@ def servers(args: argparse.Namespace, folder: Path, env: dict[str, str]) -> Iter
         if args.server == "langgraph-dev":
             started = [dev_server.start(folder / "server", env=env, jobs=args.jobs)]
         else:
-            postgres = stack.enter_context(PostgresCluster(dev_server.free_port()))
+            postgres = PostgresServer.start()
+            stack.callback(postgres.stop)
             redis = stack.enter_context(RedisServer(dev_server.free_port()))
             database = postgres.create_database("bench")
             dev_server.migrate(database, folder / "migrate")

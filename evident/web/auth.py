@@ -13,7 +13,8 @@ fields themselves. The handlers read either.
   checked, groups from a configurable claim). Without it, every caller is anonymous and only
   loopback clients are served (unless the deployment says `insecure`).
 - **Ownership.** Threads, runs and assistants get `metadata.owner` = the caller's identity when
-  created, and every read, search, update and delete is filtered by it: a caller never sees another
+  created (a run's also `created_by`, so that its assistant's `created_by: system` never becomes the
+  run's or a new thread's), and every read, search, update and delete is filtered by it: a caller never sees another
   caller's threads. The graph's own assistant (`created_by: system`) is readable by everyone.
   Crons and the store are refused: the graph uses neither.
 - **Request settings.** A run's `context` (or `config.configurable`) and an assistant's context or
@@ -47,10 +48,12 @@ from evident.context import (
 from evident.conversation.messages import size_of
 from evident.conversation.rule import oversized, query_too_long
 from evident.web.admitted import admitted_client
+from evident.web.bodies import OWNERSHIP_KEYS, json_size
 from evident.web.settings import ServerSettings, server_settings
 
 ANONYMOUS = "anonymous"
 OWNER_KEY = "owner"
+CREATOR_KEY = "created_by"
 
 auth = Auth()
 
@@ -306,9 +309,6 @@ def oversized_input(value: Any, ctx: EvidentContext) -> str | None:
 # passed through, they crash the run or point it at state that is not the caller's.
 RESERVED_PREFIXES = ("__", "langgraph_", "checkpoint_")
 RESERVED_KEYS = frozenset({"thread_id", "run_id"})
-# Metadata keys only the server writes: who owns a thread, run or assistant, and which assistants the
-# deployment itself made (readable by everyone).
-OWNERSHIP_KEYS = (OWNER_KEY, "created_by")
 
 
 def _refuse(status: int, detail: str) -> Auth.exceptions.HTTPException:
@@ -330,11 +330,6 @@ def check_reserved(resource: str, action: str, value: Mapping[str, Any]) -> None
         if names:
             raise _refuse(403, f"reserved setting{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))} "
                           "may not be set by a request: LangGraph and the server set them")
-
-
-def json_size(value: Any) -> int:
-    """Bytes of `value` as compact JSON (UTF-8), the way it is stored."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
 
 
 def check_metadata(action: str, value: Mapping[str, Any], settings: ServerSettings) -> None:
@@ -382,7 +377,11 @@ def owner_filter(resource: str, action: str, identity: str, value: dict[str, Any
         if isinstance(metadata, dict):
             metadata[OWNER_KEY] = identity  # in place: the server keeps this very dict
         elif action != "update":
-            value["metadata"] = {OWNER_KEY: identity}
+            metadata = value["metadata"] = {OWNER_KEY: identity}
+        if action == "create_run" and isinstance(metadata, dict):
+            # A run's metadata is merged over its assistant's, and `langgraph dev` makes it a new thread's:
+            # the deployment's assistant's `created_by: system` must not become the run's or the thread's.
+            metadata[CREATOR_KEY] = identity
     if resource == "assistants" and action in ("read", "search"):
         # `created_by` cannot come from a request (`check_metadata`): only the deployment's own
         # assistants, which the server creates at start-up, carry it.

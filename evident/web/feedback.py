@@ -28,6 +28,8 @@ from langsmith import Client, utils
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from evident.web.inprocess import as_caller
+
 log = logging.getLogger(__name__)
 
 MAX_COMMENT_CHARS = 1000
@@ -71,28 +73,18 @@ def _send_to_langsmith(run_id: str, score: int, comment: str) -> str:
     return str(feedback.id)
 
 
-def _api(request: Request) -> httpx.AsyncClient:
-    """The served app itself, in process, as the caller: their token, their client address."""
-    client = request.scope.get("client") or ("127.0.0.1", 0)
-    transport = httpx.ASGITransport(app=request.app, client=(str(client[0]), int(client[1])))
-    headers = {"Content-Type": "application/json"}
-    if authorization := request.headers.get("authorization"):
-        headers["Authorization"] = authorization
-    return httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=headers, timeout=30)
-
-
 async def give_feedback(request: Request) -> JSONResponse:
     thread_id, run_id = request.path_params["thread_id"], request.path_params["run_id"]
     if not _ID.match(thread_id) or not _ID.match(run_id):
         return _refused(404, "no such run")
     try:
         parsed = parse_feedback(json.loads(await request.body() or b"null"))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's stack (the gate bounds it first)
         parsed = "the body must be JSON"
     if isinstance(parsed, str):
         return _refused(422, parsed)
     score, comment = parsed
-    async with _api(request) as api:
+    async with as_caller(request.scope) as api:
         # The caller's own thread and run, or nothing: auth.py's owner filter answers 404 otherwise.
         for path in (f"/threads/{thread_id}", f"/threads/{thread_id}/runs/{run_id}"):
             found = await api.get(path)

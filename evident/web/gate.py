@@ -17,6 +17,17 @@ the LangGraph server registers, its meta and development routes included:
   it: a larger `Content-Length` is refused at once with 413, and a body without one (chunked) is
   read up to the bound and refused as soon as it passes it. What is under the bound is replayed to
   the route unchanged.
+- **Every body is checked for what it may carry** (evident/web/bodies.py): JSON a server can store,
+  what a request may write into a thread (by a run's `input` or `command.update`, or `update_state`),
+  fields that would steer tracing, and metadata bounded as a whole. Where the bound depends on what a
+  thread or assistant already holds (`update_state`, `command.update`, a PATCH of metadata), the gate
+  reads it first, in process and as the caller (evident/web/inprocess.py).
+- **One user's runs are bounded** (evident/web/fairness.py): a request that would take an authenticated
+  caller past `max_active_runs` runs pending or running (default 4) is answered `429` with `Retry-After`.
+  Without authentication every caller is the one anonymous user, and there is no one to share with.
+- **`POST /threads/{id}/state/checkpoint` without a checkpoint id** (what `RemoteGraph.get_state` sends
+  for a thread's latest state) is served as `GET /threads/{id}/state`, which it means: Aegra answers
+  it with a 400 otherwise.
 """
 
 from __future__ import annotations
@@ -24,20 +35,33 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from typing import Any
+from urllib.parse import urlencode
 
 from langgraph_sdk import Auth
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evident.context import ConfigError
+from evident.context import ConfigError, ContextWithDefaults
+from evident.web import bodies
 from evident.web.admitted import admitted_client
 from evident.web.auth import direct_client, identify
+from evident.web.bodies import BodyRefusal
+from evident.web.fairness import RETRY_AFTER_S, RunSlots, TooManyRuns, created_runs
+from evident.web.inprocess import read_as_caller
 from evident.web.routes import ServedRoute, allowed_route, refused_routes, route_table
 from evident.web.settings import ServerSettings, server_settings
 
 log = logging.getLogger(__name__)
 
 _BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
+RUN_ROUTES = frozenset({"/runs", "/runs/wait", "/runs/stream", "/threads/{thread_id}/runs",
+                        "/threads/{thread_id}/runs/wait", "/threads/{thread_id}/runs/stream"})
+# Routes that answer as soon as their runs exist, with the runs: they are counted until they end.
+BACKGROUND_ROUTES = frozenset({"/runs", "/threads/{thread_id}/runs", "/runs/batch"})
+# What the gate hands itself in the request's scope: who the caller is, and how many runs it creates.
+USER_KEY, RUNS_KEY = "evident.user", "evident.runs"
+_THREAD = re.compile(r"/threads/([^/]+)")
 
 
 class Refusal(Exception):
@@ -72,10 +96,10 @@ def log_route_table(app: object) -> None:
                  _shown(refused))
 
 
-def _authenticate(scope: Scope, settings: ServerSettings) -> None:
-    # The same identity rules as the LangGraph API's own routes (evident/web/auth.py).
+def _authenticate(scope: Scope, settings: ServerSettings) -> str:
+    """The caller's identity, by the same rules as the LangGraph API's own routes (evident/web/auth.py)."""
     try:
-        identify(_header(scope, b"authorization"), admitted_client.get(), settings)
+        return str(identify(_header(scope, b"authorization"), admitted_client.get(), settings)["identity"])
     except Auth.exceptions.HTTPException as exc:
         raise Refusal(exc.status_code, str(exc.detail), dict(exc.headers or {})) from None
 
@@ -128,6 +152,7 @@ class RequestGate:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self.slots = RunSlots()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -141,13 +166,45 @@ class RequestGate:
             await self.app(scope, receive, send)
             return
         try:
-            receive = await self._admitted(scope, receive)
+            scope, receive = await self._admitted(scope, receive)
         except Refusal as refusal:
             await respond(send, refusal.status, refusal.detail, refusal.headers)
             return
-        await self.app(scope, receive, send)
+        if scope.get(RUNS_KEY):
+            await self._counted(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
-    async def _admitted(self, scope: Scope, receive: Receive) -> Receive:
+    async def _counted(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve a request that creates runs, within the caller's share of the server."""
+        settings = server_settings()
+        if not settings.auth_configured:  # one caller, the anonymous one: no other user to be fair to
+            await self.app(scope, receive, send)
+            return
+        user, wanted = str(scope[USER_KEY]), int(scope[RUNS_KEY])
+        try:
+            await self.slots.admit(user, wanted, settings.max_active_runs, scope)
+        except TooManyRuns as exc:
+            await respond(send, 429, str(exc), {"Retry-After": str(RETRY_AFTER_S)})
+            return
+        background = scope.get("evident.route") in BACKGROUND_ROUTES
+        status, chunks = 0, []
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            elif background and message["type"] == "http.response.body":
+                chunks.append(bytes(message.get("body") or b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            created = created_runs(b"".join(chunks)) if background and 200 <= status < 300 else []
+            self.slots.release(user, wanted, created)
+
+    async def _admitted(self, scope: Scope, receive: Receive) -> tuple[Scope, Receive]:
         method = str(scope.get("method") or "GET")
         route = allowed_route(method, str(scope.get("path") or ""))
         if route is None:
@@ -159,14 +216,94 @@ class RequestGate:
         admitted_client.set(direct_client(scope.get("client"), dict(scope.get("headers") or ())))
         _declared_length(scope, settings.max_body_bytes)
         if route.access != "public" and method != "OPTIONS":
-            await asyncio.to_thread(_authenticate, scope, settings)  # token files: no blocking on the loop
+            # token files: no blocking on the loop
+            scope = {**scope, USER_KEY: await asyncio.to_thread(_authenticate, scope, settings)}
         has_body = _header(scope, b"content-length") not in (None, "0") or _header(scope, b"transfer-encoding")
         if method in _BODILESS and not has_body:
-            return receive
+            return scope, receive
         body = await read_bounded(receive, settings.max_body_bytes)
         if body is None:
             raise Refusal(400, "the client closed the request before its body was read")
-        return replaying(body, receive)
+        if method in _BODILESS:
+            return scope, replaying(body, receive)
+        try:
+            scope = await checked_body({**scope, "evident.route": route.path}, route.path, body, settings)
+        except BodyRefusal as refusal:
+            raise Refusal(refusal.status, refusal.detail) from None
+        return scope, replaying(b"" if scope.get("method") == "GET" else body, receive)
+
+
+def _deployment() -> ContextWithDefaults:
+    try:
+        return ContextWithDefaults()
+    except ConfigError as exc:
+        raise BodyRefusal(503, str(exc)) from None
+
+
+def _body_checks(route: str, path: str, body: bytes, settings: ServerSettings) -> tuple[Any, Any]:
+    """The synchronous checks of a body (parsing, up to 1 MiB: off the event loop). Returns the parsed
+    body and what the gate must still check against the thread's conversation (messages written by
+    `update_state` or `command.update`), if anything."""
+    parsed = bodies.parsed_body(body, settings.max_json_depth)
+    found = _THREAD.match(path)
+    thread_id = found.group(1) if found else None
+    if route in RUN_ROUTES:
+        written = bodies.run_problem(parsed, thread_id, _deployment(), settings.max_metadata_bytes)
+        return parsed, written if thread_id else None  # a run without a thread starts an empty one
+    if route == "/runs/batch":
+        if not isinstance(parsed, list) or not parsed:
+            raise BodyRefusal(422, "a batch is a non-empty list of runs")
+        for run in parsed:
+            bodies.run_problem(run, None, _deployment(), settings.max_metadata_bytes)
+        return parsed, None
+    if route == "/threads/{thread_id}/state":
+        assert thread_id is not None
+        return parsed, bodies.state_update_problem(parsed, thread_id, _deployment())
+    if route == "/threads/{thread_id}/state/checkpoint":
+        checkpoint = parsed.get("checkpoint") if isinstance(parsed, dict) else None
+        bodies.checkpoint_problem(checkpoint, thread_id)
+    elif route == "/threads" and isinstance(parsed, dict) and parsed.get("supersteps"):
+        raise BodyRefusal(422, "supersteps are not accepted: a thread starts empty, and a run or update_state "
+                          "writes into it")
+    elif route == "/threads/search" and isinstance(parsed, dict) and parsed.get("values"):
+        raise BodyRefusal(422, "a values filter is not supported: search threads by metadata, status or ids")
+    elif route in ("/assistants", "/assistants/{assistant_id}") and isinstance(parsed, dict):
+        bodies.metadata_problem(parsed, settings.max_metadata_bytes)
+    return parsed, None
+
+
+async def checked_body(scope: Scope, route: str, body: bytes, settings: ServerSettings) -> Scope:
+    """`scope` once its body passed the checks of evident/web/bodies.py (`BodyRefusal` otherwise),
+    rewritten where the request means another route."""
+    path = str(scope.get("path") or "")
+    parsed, written = await asyncio.to_thread(_body_checks, route, path, body, settings)
+    method = str(scope.get("method"))
+    if route in RUN_ROUTES or route == "/runs/batch":
+        scope = {**scope, RUNS_KEY: len(parsed) if isinstance(parsed, list) else 1}
+    if written is not None:
+        checkpoint = parsed.get("checkpoint") if isinstance(parsed, dict) else None
+        checkpoint_id = parsed.get("checkpoint_id") or (checkpoint or {}).get("checkpoint_id")
+        thread = path.split("/")[2]
+        state = await read_as_caller(scope, f"/threads/{thread}/state" + (f"/{checkpoint_id}" if checkpoint_id else ""))
+        current = ((state or {}).get("values") or {}).get("messages") or []
+        await asyncio.to_thread(bodies.conversation_after, current, written, _deployment())
+    if method == "PATCH" and isinstance(parsed, dict) and parsed.get("metadata") is not None:
+        held = await read_as_caller(scope, path)
+        bodies.merged_metadata_problem((held or {}).get("metadata"), parsed["metadata"],
+                                       settings.max_metadata_bytes)
+    if route == "/threads/{thread_id}/state/checkpoint" and isinstance(parsed, dict):
+        checkpoint = parsed.get("checkpoint") or {}
+        if isinstance(checkpoint, dict) and not checkpoint.get("checkpoint_id"):
+            query = urlencode({"subgraphs": "true"}) if parsed.get("subgraphs") else ""
+            latest = path.removesuffix("/checkpoint")
+            return {**scope, "method": "GET", "path": latest, "raw_path": latest.encode(),
+                    "query_string": query.encode(), "headers": _without_body(scope)}
+    return scope
+
+
+def _without_body(scope: Scope) -> list[tuple[bytes, bytes]]:
+    return [(k, v) for k, v in scope.get("headers") or () if k.lower() not in (b"content-length",
+                                                                                b"transfer-encoding")]
 
 
 async def respond(send: Send, status: int, detail: str, headers: dict[str, Any] | None = None) -> None:

@@ -84,7 +84,10 @@ ALLOWED: tuple[AllowedRoute, ...] = (
     _api("/threads/count", POST),
     _api("/threads/{thread_id}", GET, PATCH, DELETE),
     _api("/threads/{thread_id}/copy", POST),
-    _api("/threads/{thread_id}/state", GET),
+    # Read at a checkpoint and written (`update_state`) by the thread's owner: the gate checks what a
+    # write may hold (evident/web/bodies.py), as for a run's input.
+    _api("/threads/{thread_id}/state", GET, POST),
+    _api("/threads/{thread_id}/state/checkpoint", POST),
     _api("/threads/{thread_id}/state/{checkpoint_id}", GET),
     _api("/threads/{thread_id}/history", GET, POST),
     _api("/threads/{thread_id}/stream", GET),
@@ -101,10 +104,9 @@ ALLOWED: tuple[AllowedRoute, ...] = (
     _api("/runs/batch", POST),
 )
 # Refused on purpose, besides what the server adds for development (`/internal/*`, `/deploy`) and
-# `/metrics`: crons and the store (the graph uses neither); `POST /threads/{id}/state` and
-# `/state/checkpoint` (they write a thread's state past the graph's input checks); `/threads/prune`
-# and `/runs/cancel` (bulk operations over many threads); `/threads/{id}/commands`, `/storage` and
-# the v2 event-streaming websocket, which the page, the SDK's used calls and Studio's chat do not need.
+# `/metrics`: crons and the store (the graph uses neither); `/threads/prune` and `/runs/cancel` (bulk
+# operations over many threads); `/threads/{id}/commands`, `/storage` and the v2 event-streaming
+# websocket, which the page, the SDK's used calls and Studio's chat do not need.
 
 
 def _compiled(path: str) -> re.Pattern[str]:

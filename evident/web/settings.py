@@ -20,6 +20,8 @@ request cannot see or change them.
 | `insecure` | `EVIDENT_INSECURE` | anonymous access from other machines (`evident serve --insecure`) |
 | `max_body_bytes` | `EVIDENT_MAX_BODY_BYTES` | the largest request body of any route (default 1 MiB) |
 | `max_metadata_bytes` | `EVIDENT_MAX_METADATA_BYTES` | the largest thread, run or assistant `metadata` (JSON; 16 KiB) |
+| `max_json_depth` | `EVIDENT_MAX_JSON_DEPTH` | how deeply a request body may nest arrays and objects (default 32) |
+| `max_active_runs` | `EVIDENT_MAX_ACTIVE_RUNS` | runs a user may have pending or running, per process (default 4) |
 | `database` | `EVIDENT_DATABASE_URL` | PostgreSQL for threads, runs and checkpoints: `evident serve` runs Aegra |
 | `redis` | `EVIDENT_REDIS_URL` | Redis that the replicas of one database share their runs through |
 """
@@ -45,6 +47,8 @@ DATABASE_SCHEMES = ("postgresql://", "postgres://")
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 DEFAULT_MAX_METADATA_BYTES = 16 << 10
+DEFAULT_MAX_JSON_DEPTH = 32
+DEFAULT_MAX_ACTIVE_RUNS = 4  # half of `evident serve`'s 8 jobs: one user never takes every worker
 
 _ENV = {
     "EVIDENT_AUTH_TOKENS_FILE": "tokens_file",
@@ -60,6 +64,8 @@ _ENV = {
     "EVIDENT_INSECURE": "insecure",
     "EVIDENT_MAX_BODY_BYTES": "max_body_bytes",
     "EVIDENT_MAX_METADATA_BYTES": "max_metadata_bytes",
+    "EVIDENT_MAX_JSON_DEPTH": "max_json_depth",
+    "EVIDENT_MAX_ACTIVE_RUNS": "max_active_runs",
     "EVIDENT_DATABASE_URL": "database",
     "EVIDENT_REDIS_URL": "redis",
 }
@@ -85,6 +91,8 @@ class ServerSettings(BaseModel):
     insecure: bool = False
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024, le=1 << 30)
     max_metadata_bytes: int = Field(DEFAULT_MAX_METADATA_BYTES, ge=256, le=1 << 24)
+    max_json_depth: int = Field(DEFAULT_MAX_JSON_DEPTH, ge=8, le=256)
+    max_active_runs: int = Field(DEFAULT_MAX_ACTIVE_RUNS, ge=1, le=100_000)
     database: str | None = None
     redis: str | None = None
 

@@ -95,7 +95,10 @@ def replicas(tmp_path_factory: pytest.TempPathFactory, examples: Path, postgres:
     with OpenAIServer(model_reply(echo_responder(), slowed)) as model:
         env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens), EVIDENT_MODEL="test-model",
                          OPENAI_BASE_URL=model.base_url, OPENAI_API_KEY="test-key", EVIDENT_MODEL_TIMEOUT="120",
-                         EVIDENT_MODEL_RETRIES="0")
+                         EVIDENT_MODEL_RETRIES="0",
+                         # The load here is two users' 16 concurrent runs over the replicas: what they carry, not
+                         # the per-user share (tests/e2e/test_served_surface.py tests that).
+                         EVIDENT_MAX_ACTIVE_RUNS="64")
         env["EVIDENT_CORPUS"] = os.pathsep.join([env["EVIDENT_CORPUS"], str(root / "hr-only")])
         database = postgres.create_database("replicas")
         dev_server.migrate(database, root / "migrate")

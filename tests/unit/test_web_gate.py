@@ -30,7 +30,7 @@ async def echo(request: Request) -> JSONResponse:
 def _app() -> Starlette:
     return Starlette(routes=[
         Route("/runs/wait", echo, methods=["POST"]),
-        Route("/threads/{thread_id}/state", echo, methods=["GET", "POST"]),
+        Route("/threads/{thread_id}/state", echo, methods=["GET", "POST", "PUT"]),
         Route("/internal/truncate", echo, methods=["POST"]),
         Route("/version", echo, methods=["GET"]),
         Route("/ok", echo, methods=["GET"]),
@@ -54,7 +54,7 @@ def test_a_route_the_allowlist_does_not_name_is_404_whoever_asks(client: TestCli
     for headers in ({}, GOOD):
         assert client.post("/internal/truncate", json={}, headers=headers).status_code == 404
         # An allowed path with a method the allowlist does not serve on it.
-        assert client.post("/threads/t1/state", json={}, headers=headers).status_code == 404
+        assert client.put("/threads/t1/state", json={}, headers=headers).status_code == 404
     assert client.get("/threads/t1/state", headers=GOOD).json() == {"bytes": 0, "json": None}
     assert client.post("/runs/wait", json={"a": 1}, headers=GOOD).json() == {"bytes": 7, "json": {"a": 1}}
 
@@ -73,7 +73,7 @@ def test_allowed_routes_match_whole_paths_only() -> None:
     assert allowed_route("OPTIONS", "/runs/wait") is not None
     for method, path in (("GET", "/threads/abc/"), ("GET", "/threads/a/b"), ("POST", "/runs/wait/x"),
                          ("GET", "/okx"), ("GET", "//ok"), ("POST", "/threads/prune"), ("OPTIONS", "/metrics"),
-                         ("GET", "/internal/debug/thread/abc"), ("POST", "/threads/abc/state")):
+                         ("GET", "/internal/debug/thread/abc"), ("PUT", "/threads/abc/state")):
         assert allowed_route(method, path) is None, (method, path)
     assert allowed_route("GET", "/static/app.js") is not None and allowed_route("GET", "/static/a/b.css")
 
