@@ -5,8 +5,10 @@
 
 `agent` is a chat model bound to the EvidenT tool (evident/agent/tool.py); `tools` runs the calls
 (LangGraph's `ToolNode`), each returning the answer with `[n]` marks and the `EvidenceArtifact`;
-`verify_answer` checks the final answer against those artifacts and replaces it by its checked form,
-writing the check to `answer_check` (evident/agent/verify_answer.py).
+`verify_answer` checks the final answer against those artifacts and writes its checked form to `messages`,
+and the check to `answer_check` (evident/agent/verify_answer.py). The model's final answer is a draft until
+then: it is kept in `draft` (not in `messages`), and the model call is tagged `nostream`, so a reader of
+`stream_mode="messages"` sees the checked answer only, never a sentence `verify_answer` takes back.
 
 With no chat model configured (offline, the default) the agent is deterministic: it asks the tool the last
 human message and answers with the tool's content, which `verify_answer` then checks like any answer. A
@@ -20,10 +22,17 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NotRequired
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import Runnable
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+)
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
@@ -46,7 +55,15 @@ VERIFY_ANSWER: Final = "verify_answer"
 MAX_TOOL_ROUNDS = 4  # tool-calling turns of the model per question; then it must answer
 
 
-AgentState = VerifyAnswerState  # the conversation, and the check of the last answer
+_MODEL_CALL: RunnableConfig = {"tags": ["nostream"], "run_name": "agent_model"}
+
+
+class AgentState(VerifyAnswerState):
+    """The conversation, the check of the last answer, and the answer while it is a draft."""
+
+    # The final answer before `verify_answer` checked it, as JSON: LangGraph's messages stream emits every
+    # message object a node writes, under any key, so a draft kept as a message would reach the reader.
+    draft: NotRequired[dict[str, Any] | None]
 
 AgentGraph = CompiledStateGraph[AgentState, EvidentContext, AgentState, AgentState]
 
@@ -71,28 +88,42 @@ def _offline_turn(messages: list[AnyMessage], tool: BaseTool) -> AIMessage:
     return AIMessage("", tool_calls=[call])
 
 
+def _turn(reply: AIMessage) -> dict[str, Any]:
+    """A tool call joins the conversation; an answer waits in `draft` for `verify_answer`."""
+    return {"messages": [reply], "draft": None} if reply.tool_calls else {"draft": reply.model_dump()}
+
+
 def _agent(state: AgentState, runtime: Runtime[EvidentContext], *, models: Models, tool: BaseTool) -> dict[str, Any]:
+    return _turn(_reply(state, runtime, models=models, tool=tool))
+
+
+def _reply(state: AgentState, runtime: Runtime[EvidentContext], *, models: Models, tool: BaseTool) -> AIMessage:
     ctx = run_settings(runtime)
     messages = list(state["messages"])
     if not models.enabled(ctx):
-        return {"messages": [_offline_turn(messages, tool)]}
+        return _offline_turn(messages, tool)
     model: Runnable[Any, Any] = models.get(ctx, "generate")
     rounds = sum(1 for m in _this_turn(messages) if isinstance(m, AIMessage) and m.tool_calls)
     if rounds < MAX_TOOL_ROUNDS:
         model = model.bind_tools([tool])  # type: ignore[attr-defined]  # every chat model of LangChain has it
     try:
-        reply = model.invoke([SystemMessage(AGENT_SYSTEM.format(tool=tool.name)), *messages])
+        reply = model.invoke([SystemMessage(AGENT_SYSTEM.format(tool=tool.name)), *messages], config=_MODEL_CALL)
     except GraphBubbleUp:  # an interrupt: LangGraph's own control flow
         raise
     except Exception as exc:  # a model that fails or is unreachable: the question is still answered, offline
         log.warning("evident_agent: the chat model failed (%s: %s); answering offline", type(exc).__name__, exc)
-        return {"messages": [_offline_turn(messages, tool)]}
-    return {"messages": [reply]}
+        return _offline_turn(messages, tool)
+    return reply if isinstance(reply, AIMessage) else AIMessage(str(getattr(reply, "content", reply)))
 
 
 def route_after_agent(state: AgentState) -> Literal["tools", "verify_answer"]:
-    last = state["messages"][-1]
-    return TOOLS if isinstance(last, AIMessage) and last.tool_calls else VERIFY_ANSWER
+    return VERIFY_ANSWER if state.get("draft") is not None else TOOLS
+
+
+def _verify_draft(state: AgentState, runtime: Runtime[Any]) -> dict[str, Any]:
+    """`verify_answer` on the conversation with its draft answer last; only the checked answer is written."""
+    thread = {"messages": [*state["messages"], *convert_to_messages([state.get("draft") or {}])]}
+    return {**verify_answer_node(thread, runtime), "draft": None}  # type: ignore[arg-type]
 
 
 def build_agent_graph(
@@ -118,7 +149,7 @@ def build_agent_graph(
         AgentState, context_schema=ContextWithDefaults)
     builder.add_node(AGENT, partial(_agent, models=models, tool=chosen))
     builder.add_node(TOOLS, ToolNode([chosen]))
-    builder.add_node(VERIFY_ANSWER, verify_answer_node)
+    builder.add_node(VERIFY_ANSWER, _verify_draft)
     builder.add_edge(START, AGENT)
     builder.add_conditional_edges(AGENT, route_after_agent, [TOOLS, VERIFY_ANSWER])
     builder.add_edge(TOOLS, AGENT)

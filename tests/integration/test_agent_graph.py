@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from evident.agent.graph import build_agent_graph, graph
@@ -132,3 +132,16 @@ def test_a_blank_question_is_answered_with_the_insufficient_answer() -> None:
     assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage", "AIMessage"]
     assert out["messages"][-1].text == INSUFFICIENT_ANSWER
     assert out["answer_check"]["sentences"] == []
+
+
+def test_the_messages_stream_shows_the_checked_answer_never_the_draft(examples: Path) -> None:
+    # The model misquotes 30 days as 45: a reader of the messages stream must never see "45 days", only
+    # the answer verify_answer wrote (the draft is kept out of `messages`, and the model call is `nostream`).
+    model = scripted(ask(), AIMessage(
+        "Expense reports must be submitted in Ledgerly within 45 days of the trip's end date [1]."))
+    streamed = [chunk for chunk, _ in build_agent_graph(chat_model=model).stream(
+        {"messages": [HumanMessage(Q)]}, context=EvidentContext(corpus=[str(examples)], embeddings="none"),
+        stream_mode="messages")]
+    said = [m.text for m in streamed if isinstance(m, AIMessage | AIMessageChunk)]
+    assert said and not any("45 days" in text for text in said)
+    assert said[-1] == f"{SAID} [1]"
