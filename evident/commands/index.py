@@ -30,6 +30,7 @@ def run(
     follow_symlinks: bool | None = None,
     max_file_mb: float | None = None,
     section_chars: int | None = None,
+    exclude: list[str] | None = None,
 ) -> int:
     log_warnings_to_stderr()
     if not sources:
@@ -39,7 +40,8 @@ def run(
             fail("index", f"{src}: no such file or directory (the index was left as it was)")
     try:
         settings = EvidentContext.from_env(
-            None, follow_symlinks=follow_symlinks, max_file_mb=max_file_mb, section_chars=section_chars
+            None, follow_symlinks=follow_symlinks, max_file_mb=max_file_mb, section_chars=section_chars,
+            exclude=exclude,
         )
     except ConfigError as exc:
         fail("index", str(exc))
