@@ -60,7 +60,10 @@ class SkipRecords:
 
     def report(self, file: Path, reason: str) -> None:
         self._counted()
-        origin = self._origin_of(file)
+        try:
+            origin = self._origin_of(file)
+        except ValueError:  # a path the walk reported from outside the corpus path (a link's target)
+            origin = str(file)
         record = (*file_stat(file), reason, self._settings)
         self._now[origin] = record
         if self._before.get(origin) == record:
