@@ -51,6 +51,7 @@ from evident.connectors.index.schema import store_visibility
 from evident.connectors.index.skip_records import SkipRecords, file_stat
 from evident.connectors.index.store import IndexFileError, WriteLock, _transaction
 from evident.connectors.index.vectors import (
+    STEP_WINDOWS,
     EmbedProgress,
     EmbedStats,
     LoadedVectors,
@@ -231,13 +232,14 @@ class LocalIndex(MirroredStore):
         with self._reading():
             return unembedded(self._conn, model_id)
 
-    def embed(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None) -> EmbedStats:
+    def embed(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None,
+              step_windows: int = STEP_WINDOWS) -> EmbedStats:
         """Embed the windows of every document that has no vectors of `scorer`'s model (all of them
-        when the model changed), in transactions of COMMIT_EVERY documents; an interruption or an
+        when the model changed), in transactions of about `step_windows` windows; an interruption or an
         embeddings failure (raised) keeps what was committed."""
         self._require_writable()
         with self._lock, self._guard(), self._write_lock.hold():
-            return embed_missing(self._conn, scorer, lambda: _transaction(self._conn), progress)
+            return embed_missing(self._conn, scorer, lambda: _transaction(self._conn), progress, step_windows)
 
     def get(self, url: str) -> SourceDocument | None:
         with self._reading():

@@ -124,11 +124,12 @@ def embed_missing(
     scorer: SemanticScorer,
     transaction: Callable[[], AbstractContextManager[object]],
     progress: EmbedProgress | None = None,
+    step_windows: int = STEP_WINDOWS,
 ) -> EmbedStats:
-    """Embed the windows of every document without vectors of `scorer`'s model and store them,
-    COMMIT_EVERY documents per `transaction()` (a context manager factory the caller owns, holding
-    the write lock). Raises what the embeddings raise (`EmbeddingsFailure`, `EmbeddingsUnavailable`);
-    what was committed before stays."""
+    """Embed the windows of every document without vectors of `scorer`'s model and store them, about
+    `step_windows` windows per `transaction()` (a context manager factory the caller owns, holding
+    the write lock), reporting `progress` after each. Raises what the embeddings raise
+    (`EmbeddingsFailure`, `EmbeddingsUnavailable`); what was committed before stays."""
     started = time.perf_counter()
     model_id = scorer.model_id
     reset = False
@@ -145,7 +146,7 @@ def embed_missing(
         marks = ", ".join("?" for _ in ids)
         rows = conn.execute(f"SELECT id, title, content FROM documents WHERE id IN ({marks})", ids).fetchall()
         planned = [(int(i), *document_windows(str(title), str(content))) for i, title, content in rows]
-        for step in steps(planned, STEP_WINDOWS):
+        for step in steps(planned, step_windows):
             vectors = scorer.embed_texts([text for _, _, texts in step for text in texts])
             with transaction():
                 at = 0
