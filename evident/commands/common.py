@@ -12,6 +12,8 @@ from typing import Any, NamedTuple, NoReturn
 
 import typer
 
+from evident.context import log_file
+
 USAGE_ERROR = 2
 
 # Printable ASCII, tab and newline are always safe; any other character is judged by its category.
@@ -127,11 +129,36 @@ class _TerminalSafeFormatter(logging.Formatter):
         return safe_text(super().format(record))
 
 
+class _Ours(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name == "evident" or record.name.startswith("evident.")
+
+
+class _Theirs(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _Ours().filter(record)
+
+
 def log_warnings_to_stderr() -> None:
-    """Library warnings (skipped files, a rebuilt index) on stderr, one terminal-safe line each."""
-    handler = logging.StreamHandler()
-    handler.setFormatter(_TerminalSafeFormatter("evident: warning: %(message)s"))
-    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    """EvidenT's warnings (skipped files, a rebuilt index) on stderr, one terminal-safe line each; other
+    libraries' log records and Python warnings (pypdf's on a malformed PDF) go to `log_file()`, not to the
+    terminal: the file's skip warning is EvidenT's, in its words."""
+    terminal = logging.StreamHandler()
+    terminal.setFormatter(_TerminalSafeFormatter("evident: warning: %(message)s"))
+    terminal.addFilter(_Ours())
+    handlers: list[logging.Handler] = [terminal]
+    path = log_file()
+    to_file: logging.Handler
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        to_file = logging.FileHandler(path, encoding="utf-8", delay=True)  # opened at its first record
+    except OSError:
+        to_file = logging.NullHandler()  # a read-only home: the records are dropped, never printed
+    to_file.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    to_file.addFilter(_Theirs())
+    handlers.append(to_file)
+    logging.captureWarnings(True)
+    logging.basicConfig(level=logging.WARNING, handlers=handlers)
 
 
 class JsonlLine(NamedTuple):

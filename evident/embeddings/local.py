@@ -12,6 +12,7 @@ that never reaches the embeddings starts as fast as without them.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -46,16 +47,25 @@ MAX_BATCH_TOKENS = 1024
 QUICK_TEXTS = 8
 
 
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity, where the system says; else all of them)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 class LocalEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 on this machine: 384-dimensional unit vectors, no network.
 
-    `threads` is onnxruntime's intra-op thread count (one query's matrix products); `batch_size` the
-    texts per model call. Safe to share between threads.
+    `threads` is onnxruntime's intra-op thread count (one batch's matrix products; default: the cores
+    this process may use, `available_cores`); `batch_size` the texts per model call. Safe to share
+    between threads.
     """
 
-    def __init__(self, files: ModelFiles | None = None, *, threads: int = 1, batch_size: int = 32) -> None:
+    def __init__(self, files: ModelFiles | None = None, *, threads: int | None = None, batch_size: int = 32) -> None:
         self._files = files
-        self.threads = threads
+        self.threads = threads if threads is not None else available_cores()
         self.batch_size = batch_size
         self._lock = threading.Lock()
         self._session: Any = None

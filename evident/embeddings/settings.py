@@ -30,7 +30,7 @@ class EmbeddingsSettings(BaseModel):
     batch_size: int = 32
     model_file: str | None = None
     tokenizer_file: str | None = None
-    threads: int = 1
+    threads: int | None = None  # None: the cores this process may use (`local.available_cores`)
 
     @classmethod
     def from_context(cls, ctx: EvidentContext) -> EmbeddingsSettings:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from evident.connectors.index.embedded import LocalIndex
-from evident.connectors.index.vectors import vectors_key
+from evident.connectors.index.vectors import steps, vectors_key
 from evident.connectors.visibility import AclPolicy, principal_tokens
 from evident.context import EvidentContext
 from evident.embeddings import resolve_embeddings
@@ -327,3 +327,18 @@ def test_a_callers_hybrid_search_is_that_of_an_index_of_what_it_may_see(tmp_path
         board = principal_tokens(Principal(user="carol", groups=["board"]), AclPolicy(source="local"))
         meaning = QueryMeaning(scorer, scorer.embed_query(QUESTION))
         assert "https://w/board" in [url for url, _, _ in _hits(everything, QUESTION, meaning, board)]
+
+
+def test_embedding_moves_in_steps_of_windows(tmp_path: Path, scorer: SemanticScorer) -> None:
+    assert [[d[0] for d in step] for step in steps(
+        [(1, [(0, 1)], ["a"]), (2, [(0, 1)] * 3, ["b"] * 3), (3, [(0, 1)], ["c"]), (4, [(0, 1)], ["d"])], 2)
+    ] == [[1], [2], [3, 4]]
+    folder = _corpus(tmp_path)
+    seen: list[tuple[int, int]] = []
+    with LocalIndex(tmp_path / "i.sqlite3") as index:
+        index.refresh([folder])
+        stats = index.embed(scorer, progress=lambda done, total: seen.append((done, total)), step_windows=2)
+        assert index.ready(scorer.model_id)
+    # Four pages, more than four windows: progress (and a commit) every two windows or one page.
+    assert stats.windows > 4 and len(seen) >= 3
+    assert seen == sorted(seen) and seen[-1] == (4, 4) and all(total == 4 for _, total in seen)

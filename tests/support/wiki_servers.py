@@ -449,11 +449,17 @@ return true;
 """
 
 # Reading is a right of the `reader` group only: anonymous callers and plain users may not read.
+# Sessions are kept in the SQLite object cache (CACHE_DB, wikicache.sqlite beside the database), whatever
+# PHP offers: install.php picks CACHE_ACCEL when the APCu extension is loaded (php-apcu, which Debian's
+# mediawiki recommends), and `php -S` (SAPI cli-server, where APCu is on) then keeps sessions in its shared
+# memory, out of reach of `forget_sessions`.
 _PRIVATE_WIKI = """
 $wgGroupPermissions['*']['read'] = false;
 $wgGroupPermissions['user']['read'] = false;
 $wgGroupPermissions['reader']['read'] = true;
 $wgPasswordAttemptThrottle = [];
+$wgMainCacheType = CACHE_NONE;
+$wgSessionCacheType = CACHE_DB;
 """
 
 
@@ -497,8 +503,10 @@ class RealMediaWiki:
         return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
 
     def forget_sessions(self) -> int:
-        """Drop every session from the wiki's session store (MediaWiki keeps it in the SQLite object
-        cache beside its database), as a restart of that store or an expiry does; returns how many."""
+        """Drop every session from the wiki's session store (the SQLite object cache beside its database,
+        `$wgSessionCacheType = CACHE_DB`), as a restart of that store or an expiry does; returns how many.
+        MediaWiki writes a session before it answers the request that made it (`preOutputCommit`, on an
+        autocommit connection), so a session a client has used is there to be dropped."""
         with closing(sqlite3.connect(self.folder / "data" / "wikicache.sqlite")) as conn, conn:
             return conn.execute("DELETE FROM objectcache WHERE keyname LIKE '%:MWSession:%'").rowcount
 

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evident.commands.common import QueryError, clean_query, print_json, safe_text
+from evident.commands.index import ProgressLines
 from evident.context import EvidentContext
 from evident.graph import graph
 
@@ -94,3 +95,19 @@ def test_print_json_escapes_invisible_characters_and_round_trips(capsys: pytest.
     assert json.loads(out) == data
     assert "\\u202e" in out and "\\u009b" in out and "\\u2066" in out and "休暇" in out
     assert not any(unicodedata.category(char) in {"Cc", "Cf"} for char in out.replace("\n", "").replace("\u200c", ""))
+
+
+def test_progress_lines_where_no_bar_can_be_drawn(capsys: pytest.CaptureFixture[str]) -> None:
+    now = [0.0]
+    lines = ProgressLines("embedding", "documents", every_s=10, clock=lambda: now[0])
+    for done, at in ((64, 4.0), (128, 11.0), (192, 15.0), (256, 22.0), (400, 30.5)):
+        now[0] = at
+        lines.update(done, 400)
+    assert capsys.readouterr().err.splitlines() == [
+        "evident index: embedding: 128 of 400 documents (32%), 11 s elapsed, about 23 s left",
+        "evident index: embedding: 256 of 400 documents (64%), 22 s elapsed, about 12 s left",
+        "evident index: embedding: 400 of 400 documents (100%), 30 s elapsed",
+    ]
+    quick = ProgressLines("reading corpus", "files", every_s=10, clock=lambda: 1.0)
+    quick.update(3, 3)  # a run shorter than a period prints nothing
+    assert capsys.readouterr().err == ""

@@ -127,3 +127,15 @@ def test_words_only_by_choice_is_no_fault() -> None:
     resolved = GraphEmbeddings().resolve(EvidentContext(embeddings="none"))
     assert not resolved.on and not resolved.fault and embeddings_note(resolved) == (
         'embeddings: off (words only: embeddings = "none" in the settings)')
+
+
+def test_the_local_model_uses_every_core_it_may_run_on_unless_told() -> None:
+    import os
+
+    from evident.embeddings.local import LocalEmbeddings, available_cores
+
+    assert EvidentContext().embeddings_threads is None
+    assert EmbeddingsSettings.from_context(EvidentContext()).threads is None
+    assert available_cores() == len(os.sched_getaffinity(0))
+    assert LocalEmbeddings().threads == available_cores()  # no model is loaded to know this
+    assert LocalEmbeddings(threads=1).threads == 1

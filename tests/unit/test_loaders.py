@@ -376,7 +376,7 @@ def test_one_file_reached_through_a_link_inside_the_corpus_is_read_once(tmp_path
 
 def test_binary_undecodable_and_empty_files_are_skipped(tmp_path: Path) -> None:
     (tmp_path / "image.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-    (tmp_path / "latin.md").write_bytes("caf\xe9".encode("latin-1"))
+    (tmp_path / "packed.txt").write_bytes(bytes(range(1, 32)) * 4 + b"\xff\xfe")  # no NUL, yet no text
     (tmp_path / "empty.md").write_bytes(b"")
     (tmp_path / "blank.txt").write_text("  \n\n")
     (tmp_path / "good.txt").write_text("good")
@@ -386,7 +386,7 @@ def test_binary_undecodable_and_empty_files_are_skipped(tmp_path: Path) -> None:
         ("blank.txt", "empty file"),
         ("empty.md", "empty file"),
         ("image.txt", "binary file (contains NUL bytes)"),
-        ("latin.md", "not UTF-8 text (binary or unknown encoding)"),
+        ("packed.txt", "not text in UTF-8 or cp1252 (binary, or set fallback_encoding to its encoding)"),
     ]
 
 

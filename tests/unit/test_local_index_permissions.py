@@ -290,3 +290,38 @@ def test_only_a_signed_in_caller_or_a_filter_that_hides_takes_the_exact_path(
         assert len(taken) == 1
         _searched(open_index, "expense report", 5, principal_tokens(BOB, AclPolicy(source="local")))
         assert len(taken) == 2
+
+
+@pytest.mark.parametrize("changed", [
+    '{"value": 2.0, "description": "term frequency"}',  # the fields renamed: nothing read
+    '{"value": 2.0, "description": "freq, occurrences of term within document"}',  # freq alone, no dl/avgdl/N
+])  # fmt: skip
+def test_an_explanation_it_cannot_read_is_not_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, changed: str
+) -> None:
+    bob = principal_tokens(BOB, AclPolicy(source="local"))
+    with _index(tmp_path, "c", PAGES + HIDDEN) as index:
+        generation = index.mirror_generation
+        exact = _searched(index, "expense report", 5, bob)
+
+        class Changed:  # a Tantivy whose explanations say the same in another format
+            def __init__(self, explanation: Any) -> None:
+                self._explanation = explanation
+
+            def to_json(self) -> str:
+                return changed
+
+        real_explain = tantivy.Query.explain
+        monkeypatch.setattr(tantivy.Query, "explain", lambda q, s, a: Changed(real_explain(q, s, a)), raising=True)
+        rebuilt: list[int] = []
+        monkeypatch.setattr(TantivyMirror, "rebuild", lambda *a, **kw: rebuilt.append(1))
+        for _ in range(3):
+            fallback = _searched(index, "expense report", 5, bob)
+            # Answered, from the caller's documents, in the exact ranking's order (the scores are Tantivy's).
+            assert [url for url, _ in fallback] == [url for url, _ in exact]
+        assert rebuilt == []
+        assert index.mirror_generation == generation  # still searched by Tantivy, not left to FTS5
+    assert "damaged" not in caplog.text and "FTS5" not in caplog.text
+    warnings = [r.getMessage() for r in caplog.records if "cannot rescore" in r.getMessage()]
+    assert len(warnings) == 1  # once, not on every search
+    assert "ranking them by Tantivy's own scores" in warnings[0] and "tantivy 0." in warnings[0]

@@ -35,7 +35,8 @@ _SETTINGS = CorpusFileSettings()
 
 
 class CorpusLimits(BaseModel):
-    """What a corpus may make the loader do (settings `follow_symlinks`, `max_file_mb`, `section_chars`)."""
+    """What a corpus may make the loader do, and what of it is read and how (settings `follow_symlinks`,
+    `max_file_mb`, `section_chars`, `exclude`, `fallback_encoding`)."""
 
     follow_symlinks: bool = Field(_SETTINGS.follow_symlinks,
                                   description="Follow symbolic links that leave the corpus folder.")
@@ -43,12 +44,18 @@ class CorpusLimits(BaseModel):
                                 description="Larger files (JSONL: lines) are skipped.")
     section_chars: int = Field(_SETTINGS.section_chars, ge=1000,
                                description="Longer documents are indexed as sections.")
+    exclude: tuple[str, ...] = Field(tuple(_SETTINGS.exclude),
+                                     description="Globs of a folder's files and folders that are not indexed.")
+    fallback_encoding: str = Field(_SETTINGS.fallback_encoding,
+                                   description="How a text file that is not UTF-8 is read.")
 
     @classmethod
     def from_settings(cls, settings: CorpusFileSettings) -> CorpusLimits:
-        """The limits of an `EvidentContext` (its `follow_symlinks`, `max_file_mb`, `section_chars`)."""
+        """The limits of an `EvidentContext` (its `follow_symlinks`, `max_file_mb`, `section_chars`,
+        `exclude`, `fallback_encoding`)."""
         return cls(follow_symlinks=settings.follow_symlinks, max_file_bytes=max(1, int(settings.max_file_mb * MB)),
-                   section_chars=settings.section_chars)
+                   section_chars=settings.section_chars, exclude=tuple(settings.exclude),
+                   fallback_encoding=settings.fallback_encoding)
 
 
 DEFAULT_LIMITS = CorpusLimits()

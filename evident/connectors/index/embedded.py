@@ -31,21 +31,27 @@ if TYPE_CHECKING:
 from evident.alignment.models import SourceDocument
 from evident.connectors.hybrid import Candidate, hybrid_ranking
 from evident.connectors.index.corpus import url_conflict
+from evident.connectors.index.excluded import page_copies
 from evident.connectors.index.fts_query import fts_search, weighted_terms
 from evident.connectors.index.loaders import (
     DEFAULT_LIMITS,
     CorpusError,
     CorpusLimits,
     SkipHandler,
+    copy_of,
     corpus_files,
+    file_text,
     load_file,
     log_skip,
+    relative_path,
 )
 from evident.connectors.index.mirrored import MirroredStore
 from evident.connectors.index.ranking import TITLE_FIRST_BOOST, TITLE_FIRST_DEPTH, title_first
 from evident.connectors.index.schema import store_visibility
+from evident.connectors.index.skip_records import SkipRecords, file_stat
 from evident.connectors.index.store import IndexFileError, WriteLock, _transaction
 from evident.connectors.index.vectors import (
+    STEP_WINDOWS,
     EmbedProgress,
     EmbedStats,
     LoadedVectors,
@@ -226,13 +232,14 @@ class LocalIndex(MirroredStore):
         with self._reading():
             return unembedded(self._conn, model_id)
 
-    def embed(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None) -> EmbedStats:
+    def embed(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None,
+              step_windows: int = STEP_WINDOWS) -> EmbedStats:
         """Embed the windows of every document that has no vectors of `scorer`'s model (all of them
-        when the model changed), in transactions of COMMIT_EVERY documents; an interruption or an
+        when the model changed), in transactions of about `step_windows` windows; an interruption or an
         embeddings failure (raised) keeps what was committed."""
         self._require_writable()
         with self._lock, self._guard(), self._write_lock.hold():
-            return embed_missing(self._conn, scorer, lambda: _transaction(self._conn), progress)
+            return embed_missing(self._conn, scorer, lambda: _transaction(self._conn), progress, step_windows)
 
     def get(self, url: str) -> SourceDocument | None:
         with self._reading():
@@ -277,6 +284,7 @@ class LocalIndex(MirroredStore):
         claims: list[_Claim] = []
         with self._writing():
             stats.removed += self._delete(f"WHERE root NOT IN ({', '.join('?' for _ in keep)})", keep)
+            self._conn.execute(f"DELETE FROM skipped_files WHERE root NOT IN ({', '.join('?' for _ in keep)})", keep)
             for root in roots:
                 tick = (lambda done, total, root=root: progress(root, done, total)) if progress else None
                 found = self._add_root(root, tick, on_skip, claims)
@@ -317,15 +325,16 @@ class LocalIndex(MirroredStore):
         """`add_corpus` inside the caller's write transaction; new documents whose URL another file
         holds are appended to `claims` for `_settle`."""
         stats = IndexStats()
-        user_skip = on_skip if on_skip is not None else log_skip
-
-        def report(file: Path, reason: str) -> None:
-            stats.skipped += 1
-            user_skip(file, reason)
-
-        files = corpus_files(root_path, on_skip=report, limits=self.limits)
         resolved = root_path.resolve()
         root = str(resolved)
+
+        def counted() -> None:
+            stats.skipped += 1
+
+        skips = SkipRecords(self._conn, root, self.limits, on_skip if on_skip is not None else log_skip,
+                            lambda file: _origin(root_path, resolved, file), counted)
+        report = skips.report
+        files = corpus_files(root_path, on_skip=report, limits=self.limits)
         current = {_origin(root_path, resolved, file): file for file in files}
         known = {
             origin: (mtime_ns, size, count)
@@ -335,14 +344,35 @@ class LocalIndex(MirroredStore):
                 (root,),
             )
         }
+        copies = self._copies(root_path, current, known, skips)
         # Deletions first, so a document that moved to another file keeps its URL free for it.
         for origin in sorted(set(known) - set(current)):
             stats.removed += self._delete("WHERE root = ? AND origin = ?", (root, origin))
         for done, (origin, file) in enumerate(current.items(), start=1):
-            self._refresh_origin(root_path, root, origin, file, known.get(origin), stats, report, claims)
+            if origin in copies:
+                stats.removed += self._delete("WHERE root = ? AND origin = ?", (root, origin))
+                report(file, copy_of(copies[origin]))
+            elif origin in known or not skips.skipped_before(origin, file_stat(file)):
+                self._refresh_origin(root_path, root, origin, file, known.get(origin), stats, report, claims)
             if progress is not None:
                 progress(done, len(current))
+        skips.save()
         return stats
+
+    def _copies(self, root_path: Path, current: dict[str, Path], known: dict[str, tuple[int, int, int]],
+                skips: SkipRecords) -> dict[str, str]:
+        """The files that are a page of the corpus in a less preferred format, by origin, each with the
+        relative path of the page kept (`excluded.page_copies`). Only pages one of whose files changed since
+        the last refresh are read; for the others the last refresh's decision stands."""
+        origins = {file: origin for origin, file in current.items()}
+
+        def settled(file: Path) -> bool:
+            origin = origins[file]
+            return known[origin][:2] == file_stat(file) if origin in known else skips.settled(origin, file_stat(file))
+
+        copies = page_copies(((relative_path(file, root_path), file) for file in current.values()),
+                             lambda file: file_text(file, root_path, self.limits), settled)
+        return {origins[file]: kept for file, kept in copies.items()}
 
     def _refresh_origin(
         self,

@@ -31,8 +31,28 @@ def file_uri(path: Path) -> str:
     return path.resolve().as_uri()
 
 
-def _decode(path: Path, data: bytes, report: SkipHandler, *, fallback_charset: str | None = None) -> str | None:
-    """Strict decoding: a file that is not text must be skipped, not indexed as mojibake."""
+# A text file in a single-byte encoding decodes without error whatever it holds; one whose text is this share
+# C0 control characters or more (tab, line and page breaks aside) is not text (an image, an archive) and is
+# skipped. C1 controls are not counted: they are what cp1252's undefined bytes read as.
+_CONTROL_SHARE = 0.01
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+
+
+def _undefined_as_latin1(error: UnicodeError) -> tuple[str, int]:
+    """A byte the fallback encoding leaves undefined (cp1252's 0x81, 0x8D, 0x8F, 0x90, 0x9D) read as latin-1
+    reads it, as browsers do: the rest of the file is still that encoding."""
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    return error.object[error.start : error.end].decode("latin-1"), error.end
+
+
+codecs.register_error("evident-latin1", _undefined_as_latin1)
+
+
+def _decode(path: Path, data: bytes, report: SkipHandler, fallback: str, *, declared: str | None = None) -> str | None:
+    """The file's text: by its byte order mark, else UTF-8, else the charset the file `declared` (HTML), else
+    the `fallback` encoding (the `fallback_encoding` setting). A file that is not text is skipped, never
+    indexed as mojibake."""
     boms = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
     for bom, codec in boms:
         if data.startswith(bom):
@@ -48,17 +68,23 @@ def _decode(path: Path, data: bytes, report: SkipHandler, *, fallback_charset: s
         return data.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    if fallback_charset:
+    for encoding in (declared, fallback):
+        if not encoding:
+            continue
         try:
-            return data.decode(codecs.lookup(fallback_charset).name)
+            text = data.decode(codecs.lookup(encoding).name, errors="evident-latin1")
         except (LookupError, UnicodeDecodeError):
-            pass
-    report(path, "not UTF-8 text (binary or unknown encoding)")
+            continue
+        if len(_CONTROLS.findall(text)) >= _CONTROL_SHARE * len(text):
+            break
+        log.info("%s: not UTF-8, read as %s", path, codecs.lookup(encoding).name)
+        return text
+    report(path, f"not text in UTF-8 or {fallback} (binary, or set fallback_encoding to its encoding)")
     return None
 
 
-def load_text(path: Path, data: bytes, relative: str, report: SkipHandler) -> SourceDocument | None:
-    text = _decode(path, data, report)
+def load_text(path: Path, data: bytes, relative: str, report: SkipHandler, fallback: str) -> SourceDocument | None:
+    text = _decode(path, data, report, fallback)
     if text is None:
         return None
     front = split_front_matter(text)
@@ -96,8 +122,8 @@ def _first_heading(text: str) -> str:
     return ""
 
 
-def load_html(path: Path, data: bytes, relative: str, report: SkipHandler) -> SourceDocument | None:
-    html = _decode(path, data, report, fallback_charset=declared_charset(data))
+def load_html(path: Path, data: bytes, relative: str, report: SkipHandler, fallback: str) -> SourceDocument | None:
+    html = _decode(path, data, report, fallback, declared=declared_charset(data))
     if html is None:
         return None
     page = parse_html(html)
@@ -122,7 +148,7 @@ def load_html(path: Path, data: bytes, relative: str, report: SkipHandler) -> So
     )
 
 
-def load_pdf(path: Path, data: bytes, relative: str, report: SkipHandler) -> SourceDocument | None:
+def load_pdf(path: Path, data: bytes, relative: str, report: SkipHandler, fallback: str) -> SourceDocument | None:
     # Imported here: pypdf is only needed for PDFs and costs import time for everything else.
     from pypdf import PdfReader
 

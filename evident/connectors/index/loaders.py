@@ -37,16 +37,18 @@ from evident.connectors.index.corpus import (
     url_conflict,
 )
 from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
+from evident.connectors.index.excluded import Exclusions, page_copies
 from evident.connectors.index.file_safety import LINK_OUTSIDE, read_bytes, unsafe, within
 
 __all__ = [
     "DEFAULT_LIMITS", "FILE_SUFFIXES", "FOLDER_SUFFIXES", "LOCAL_SOURCE", "MB", "CorpusError", "CorpusLimits",
-    "SkipHandler", "corpus_files", "load_corpus", "load_file", "log_skip",
+    "SkipHandler", "copy_of", "corpus_files", "file_text", "load_corpus", "load_file", "log_skip", "relative_path",
 ]
 
 log = logging.getLogger(__name__)
 
-FormatLoader = Callable[[Path, bytes, str, SkipHandler], SourceDocument | None]
+# (file, its bytes, its path relative to the corpus folder, the skip handler, the fallback encoding)
+FormatLoader = Callable[[Path, bytes, str, SkipHandler, str], SourceDocument | None]
 
 
 @functools.cache
@@ -71,7 +73,8 @@ def load_corpus(
     """Yield the documents of a JSONL file, a folder (recursively) or a single document file.
 
     URLs are unique in the result: two files (or JSONL lines, or a section of a long document and
-    another file) claiming one URL raise `CorpusError` naming both. One file reached under two paths
+    another file) claiming one URL raise `CorpusError` naming both. A page in two formats is read once
+    (`excluded.page_copies`); the other file is reported as a copy. One file reached under two paths
     (a link inside the corpus) is read once; the repeat is reported through `on_skip`.
     """
     root = Path(path)
@@ -82,9 +85,24 @@ def load_corpus(
             raise url_conflict(file, doc, first, first_doc)
         report(file, f"the same file as {first} (url {doc.url})")
 
-    found = ((doc, file) for file in corpus_files(root, on_skip=report, limits=limits)
+    files = corpus_files(root, on_skip=report, limits=limits)
+    copies = page_copies(((relative_path(file, root), file) for file in files),
+                         lambda file: file_text(file, root, limits))
+    for file, kept in copies.items():
+        report(file, copy_of(kept))
+    found = ((doc, file) for file in files if file not in copies
              for doc in load_file(file, root=root, on_skip=report, limits=limits))
     yield from one_document_per_url(found, repeat)
+
+
+def copy_of(kept: str) -> str:
+    """The skip reason of a file that holds the page `kept` (a relative path) in another format."""
+    return f"the same page as {kept}, in another format"
+
+
+def file_text(file: Path, root: Path, limits: CorpusLimits) -> str:
+    """The text of a corpus file's documents together ("" when it is skipped), for comparing pages."""
+    return "\n\n".join(doc.content for doc in load_file(file, root=root, on_skip=lambda *_: None, limits=limits))
 
 
 def corpus_files(
@@ -93,8 +111,10 @@ def corpus_files(
     """The files a corpus path stands for, in a deterministic order.
 
     Hidden files and folders (name starting with '.') below the root are skipped: they are editor
-    swap files, VCS metadata and the like. Links that resolve outside the root, files that are not
-    regular files and files over the size limit are reported through `on_skip`. Symlinked folders
+    swap files, VCS metadata and the like; so are those the `exclude` globs of `limits` name
+    (evident/connectors/index/excluded.py), without a report: leaving them out is the setting's point.
+    Links that resolve outside the root, files that are not regular files and files over the size
+    limit are reported through `on_skip`. Symlinked folders
     are followed only with `follow_symlinks`, and then each folder is walked once, so a link cycle
     cannot make the walk endless.
     """
@@ -114,6 +134,7 @@ def corpus_files(
         report(Path(error.filename or root), f"cannot list folder ({error.strerror or error.__class__.__name__})")
 
     inside = root.resolve()
+    excluded = Exclusions(limits.exclude)
     walked: set[tuple[int, int]] = set()
     found: list[tuple[tuple[str, ...], Path]] = []
     for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable, followlinks=limits.follow_symlinks):
@@ -126,7 +147,8 @@ def corpus_files(
                 dirnames[:] = []
                 continue
             walked.add((info.st_dev, info.st_ino))
-        dirnames[:] = [name for name in dirnames if not name.startswith(".")]
+        here = Path(dirpath).relative_to(root).parts
+        dirnames[:] = [name for name in dirnames if not name.startswith(".") and not excluded.matches((*here, name))]
         if not limits.follow_symlinks:
             for name in dirnames:
                 folder = Path(dirpath, name)
@@ -134,6 +156,8 @@ def corpus_files(
                     report(folder, LINK_OUTSIDE)
         for name in filenames:
             if name.startswith(".") or Path(name).suffix.lower() not in FOLDER_SUFFIXES:
+                continue
+            if excluded.matches((*here, name)):
                 continue
             file = Path(dirpath, name)
             problem = unsafe(file, inside, limits)
@@ -163,7 +187,7 @@ def load_file(
     report = on_skip if on_skip is not None else log_skip
     path = Path(path)
     root = Path(root) if root is not None else path
-    relative = _relative(path, root)
+    relative = relative_path(path, root)
     suffix = path.suffix.lower()
     if suffix in JSONL_SUFFIXES:
         yield from load_jsonl(path, relative, report, limits)
@@ -175,7 +199,7 @@ def load_file(
     if load is None:
         report(path, f"unsupported file type {suffix!r}")
         return
-    doc = load(path, data, relative, report)
+    doc = load(path, data, relative, report, limits.fallback_encoding)
     if doc is None:
         return
     try:
@@ -186,7 +210,8 @@ def load_file(
     yield from split_sections(doc, limits.section_chars)
 
 
-def _relative(path: Path, root: Path) -> str:
+def relative_path(path: Path, root: Path) -> str:
+    """`path` relative to the corpus path `root`, with '/' (its name when `root` is the file)."""
     if path == root or root.is_file():
         return path.name
     try:

@@ -7,13 +7,16 @@ that cannot be rebuilt from it, and a sync marker (the SQLite write generation a
 it reflects, and a CRC-32 of every file of the committed index) says whether it may be trusted.
 A damaged file is found when the directory is opened (checksums, document count) or, failing that,
 when Tantivy reports it: its errors, and its Rust panics, become `MirrorError`, and the owner
-rebuilds the directory from SQLite.
+rebuilds the directory from SQLite. An explanation of a score in a format the exact ranking cannot read
+is not damage: that search is ranked by Tantivy's own scores (`TantivyMirror.top`), and the log says why.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
+import logging
 import os
 import shutil
 import time
@@ -35,9 +38,12 @@ from evident.connectors.index.visible_ranking import (
     Counted,
     ExactRanker,
     StaleStatistics,
+    UnreadableStatistics,
 )
 from evident.connectors.visibility import ANONYMOUS_TOKENS
 from evident.conversation.asking import CHAT
+
+log = logging.getLogger(__name__)
 
 # Bumped whenever the schema, analyzer, field text or marker below changes: an older directory is rebuilt.
 # 4: the title is repeated 20 times (index.TITLE_WEIGHT), not 4. 5: word positions (phrase clauses).
@@ -71,6 +77,13 @@ TITLE_FIRST_BOOST = 0.5
 # is EvidenT's default top_n, on which rule 42 was measured).
 TITLE_FIRST_DEPTH = 8
 COUNTS_CACHED = 64  # (state of the index, token set) pairs whose visible counts are kept
+
+
+def _tantivy_version() -> str:
+    try:
+        return importlib.metadata.version("tantivy")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def title_share(question: frozenset[str], title: str) -> float:
@@ -164,6 +177,7 @@ class TantivyMirror:
         self._writer: Any | None = None
         self._chat_tokens: frozenset[str] | None = None
         self._counted: dict[tuple[int, int, int, frozenset[str]], Counted] = {}
+        self._unreadable_logged = False  # the fallback of `top` is logged once per mirror, not per search
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -298,6 +312,14 @@ class TantivyMirror:
                 return self._exact.top(searcher, clauses, counts, k, lengths(), texts, pool)
             except StaleStatistics as exc:
                 raise MirrorError(f"{self.directory}: {exc}") from None
+            except UnreadableStatistics as exc:
+                # The index is sound: ranked below by Tantivy's own scores, with the caller's IDF (the
+                # clauses' boosts) but the whole index's average length and Tantivy's phrase counts.
+                if not self._unreadable_logged:
+                    self._unreadable_logged = True
+                    log.warning("%s: cannot rescore searches that permissions limit (%s; tantivy %s): ranking "
+                                "them by Tantivy's own scores over the caller's documents", self.directory, exc,
+                                _tantivy_version())
         limit = k + _TIE_MARGIN
         while True:
             hits = searcher.search(query, limit).hits

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from evident.connectors.visibility import document_tokens
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # A document's visibility tokens (`evident.connectors.visibility.document_tokens` of its acl): the FTS5
 # fallback requires one the caller matches in its WHERE clause, and the Tantivy mirror is rebuilt from them.
@@ -51,6 +51,21 @@ VECTORS: tuple[str, ...] = (
     END""",
 )
 
+# The files of a corpus folder that a refresh skipped (unreadable, binary, a copy of another file's page), with
+# the stat they had and why: until a file changes, a refresh (every `evident ask` runs one) neither reads it
+# again nor repeats its warning.
+SKIPPED: tuple[str, ...] = (
+    """CREATE TABLE skipped_files (
+        root TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        PRIMARY KEY (root, origin)
+    ) WITHOUT ROWID""",
+)
+
 SCHEMA_V1: tuple[str, ...] = (
     "CREATE TABLE evident_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     # `id` is the FTS rowid; a URL primary key would leave the rowid implicit, and VACUUM may renumber
@@ -91,6 +106,7 @@ SCHEMA_V1: tuple[str, ...] = (
     *VISIBILITY,
     *LENGTHS,
     *VECTORS,
+    *SKIPPED,
 )
 
 
@@ -110,5 +126,5 @@ def _backfill_visibility(conn: sqlite3.Connection) -> None:
 
 # version -> statements that upgrade an index from the previous version, then what must be computed in Python.
 # (Statement lists, not scripts: executescript() would commit the surrounding transaction.)
-MIGRATIONS: dict[int, tuple[str, ...]] = {2: VISIBILITY, 3: LENGTHS, 4: VECTORS}
+MIGRATIONS: dict[int, tuple[str, ...]] = {2: VISIBILITY, 3: LENGTHS, 4: VECTORS, 5: SKIPPED}
 BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _backfill_visibility}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -27,8 +27,12 @@ from numpy.typing import NDArray
 from evident.embeddings.scorer import SemanticScorer
 from evident.embeddings.windows import WINDOWS_FORMAT, document_windows
 
-# Documents embedded per SQLite transaction: an interrupted run keeps what it finished.
+# Documents read per query of the documents to embed.
 COMMIT_EVERY = 64
+# Windows embedded per step, each step its own SQLite transaction and progress report: about 15 s of the
+# local model on 2 busy cores, so progress moves and an interrupted run keeps all but the last step's work
+# (a manual's 64 documents are about 1,200 windows, over a minute). A larger document is a step of its own.
+STEP_WINDOWS = 256
 
 EmbedProgress = Callable[[int, int], None]
 
@@ -120,11 +124,12 @@ def embed_missing(
     scorer: SemanticScorer,
     transaction: Callable[[], AbstractContextManager[object]],
     progress: EmbedProgress | None = None,
+    step_windows: int = STEP_WINDOWS,
 ) -> EmbedStats:
-    """Embed the windows of every document without vectors of `scorer`'s model and store them,
-    COMMIT_EVERY documents per `transaction()` (a context manager factory the caller owns, holding
-    the write lock). Raises what the embeddings raise (`EmbeddingsFailure`, `EmbeddingsUnavailable`);
-    what was committed before stays."""
+    """Embed the windows of every document without vectors of `scorer`'s model and store them, about
+    `step_windows` windows per `transaction()` (a context manager factory the caller owns, holding
+    the write lock), reporting `progress` after each. Raises what the embeddings raise
+    (`EmbeddingsFailure`, `EmbeddingsUnavailable`); what was committed before stays."""
     started = time.perf_counter()
     model_id = scorer.model_id
     reset = False
@@ -141,23 +146,42 @@ def embed_missing(
         marks = ", ".join("?" for _ in ids)
         rows = conn.execute(f"SELECT id, title, content FROM documents WHERE id IN ({marks})", ids).fetchall()
         planned = [(int(i), *document_windows(str(title), str(content))) for i, title, content in rows]
-        vectors = scorer.embed_texts([text for _, _, texts in planned for text in texts])
-        with transaction():
-            at = 0
-            for document_id, spans, texts in planned:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO passage_vectors (document_id, ordinal, span_start, span_end, vector)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    [(document_id, n, s, e, vectors[at + n].astype(np.float32).tobytes())
-                     for n, (s, e) in enumerate(spans)],
-                )  # fmt: skip
-                at += len(texts)
-            _bump(conn)
-        documents += len(planned)
-        windows += at
-        if progress is not None:
-            progress(documents, len(todo))
+        for step in steps(planned, step_windows):
+            vectors = scorer.embed_texts([text for _, _, texts in step for text in texts])
+            with transaction():
+                at = 0
+                for document_id, spans, texts in step:
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO passage_vectors (document_id, ordinal, span_start, span_end, vector)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        [(document_id, n, s, e, vectors[at + n].astype(np.float32).tobytes())
+                         for n, (s, e) in enumerate(spans)],
+                    )  # fmt: skip
+                    at += len(texts)
+                _bump(conn)
+            documents += len(step)
+            windows += at
+            if progress is not None:
+                progress(documents, len(todo))
     return EmbedStats(documents, windows, time.perf_counter() - started, model_id, reset)
+
+
+Planned = tuple[int, list[tuple[int, int]], list[str]]  # a document's id, its windows' spans and texts
+
+
+def steps(planned: Sequence[Planned], most: int) -> Iterator[list[Planned]]:
+    """`planned` documents (id, spans, texts) in order, cut into runs of at most `most` windows together
+    (a document with more is a run of its own)."""
+    step: list[Planned] = []
+    count = 0
+    for document in planned:
+        if step and count + len(document[2]) > most:
+            yield step
+            step, count = [], 0
+        step.append(document)
+        count += len(document[2])
+    if step:
+        yield step
 
 
 def load_vectors(conn: sqlite3.Connection, key: tuple[int, int, str]) -> LoadedVectors:

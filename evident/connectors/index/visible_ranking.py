@@ -50,6 +50,12 @@ class StaleStatistics(Exception):
     treats it as a mirror it cannot trust."""
 
 
+class UnreadableStatistics(Exception):
+    """Tantivy answered, but its explanation of a score does not say what the exact ranking reads (freq, dl,
+    avgdl, N): a Tantivy whose explanation format changed. Not damage: the index is sound, only this way of
+    rescoring is unavailable (`ranking.TantivyMirror.top` falls back to Tantivy's own scores)."""
+
+
 def idf_x(documents: int, matching: int) -> float:
     return (documents - matching + 0.5) / (matching + 0.5)
 
@@ -418,17 +424,29 @@ class ExactRanker:
         documents: milliseconds a document at 100,000)."""
         frequencies: dict[str, float] = {}
         document: dict[str, float] = {}  # dl, avgdl and N: the same in every term clause's explanation
+        explained_any = False
         for clause in clauses:
             if len(clause.tokens) != 1:
                 continue
             try:
-                explained = explained_stats(clause.query.explain(searcher, address).to_json())
+                explanation = clause.query.explain(searcher, address)
             except ValueError:  # the document does not hold this term
-                explained = {}
-            frequencies[clause.tokens[0]] = explained.pop("freq", 0.0)
+                frequencies[clause.tokens[0]] = 0.0
+                continue
+            explained_any = True
+            try:
+                explained = explained_stats(explanation.to_json())
+            except (AttributeError, TypeError, ValueError) as exc:
+                raise UnreadableStatistics(f"Tantivy's explanation cannot be read ({exc})") from None
+            if "freq" not in explained:
+                raise UnreadableStatistics("Tantivy's explanation of a matching term names no freq")
+            frequencies[clause.tokens[0]] = explained.pop("freq")
             document.update(explained)
-        if not {"dl", "avgdl", "N"} <= document.keys():
+        if not explained_any:
             raise StaleStatistics("a hit that no term of its query explains")
+        if not {"dl", "avgdl", "N"} <= document.keys():
+            missing = ", ".join(sorted({"dl", "avgdl", "N"} - document.keys()))
+            raise UnreadableStatistics(f"Tantivy's explanation names no {missing}")
         return TermStats(frequencies, document["dl"], int(document["N"]), document["avgdl"])
 
     def positions(self, title: str, content: str, wanted: set[str]) -> dict[str, list[int]]:
