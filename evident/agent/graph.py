@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Any, Final, Literal, NotRequired
+from typing import Any, Final, Literal
 
 from langchain_core.messages import (
     AIMessage,
@@ -40,8 +40,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 
+from evident.agent.state import AgentState
 from evident.agent.tool import evident_tool
-from evident.agent.verify_answer import VerifyAnswerState, verify_answer_node
+from evident.agent.verify_answer import verify_answer_node
 from evident.context import ContextWithDefaults, EvidentContext, file_defaults, run_settings
 from evident.llm.models import DEFAULT_MODELS, Models
 from evident.models import INSUFFICIENT_ANSWER
@@ -57,13 +58,6 @@ MAX_TOOL_ROUNDS = 4  # tool-calling turns of the model per question; then it mus
 
 _MODEL_CALL: RunnableConfig = {"tags": ["nostream"], "run_name": "agent_model"}
 
-
-class AgentState(VerifyAnswerState):
-    """The conversation, the check of the last answer, and the answer while it is a draft."""
-
-    # The final answer before `verify_answer` checked it, as JSON: LangGraph's messages stream emits every
-    # message object a node writes, under any key, so a draft kept as a message would reach the reader.
-    draft: NotRequired[dict[str, Any] | None]
 
 AgentGraph = CompiledStateGraph[AgentState, EvidentContext, AgentState, AgentState]
 

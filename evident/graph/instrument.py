@@ -39,7 +39,7 @@ class GraphNode(Protocol):  # how LangGraph calls a node that takes the run's `R
     def __call__(self, state: Any, *, runtime: Runtime[EvidentContext]) -> Mapping[str, Any]: ...
 
 
-def _summary(name: str, state: Any, update: Mapping[str, Any], runtime: Runtime[EvidentContext],
+def trace_summary(name: str, state: Any, update: Mapping[str, Any], runtime: Runtime[EvidentContext],
              parts: GraphParts, tokens: dict[str, int] | None) -> dict[str, Any]:
     try:
         ctx: EvidentContext | None = run_settings(runtime)
@@ -65,7 +65,7 @@ def instrument(name: str, node: Callable[[Any, Runtime[EvidentContext]], Mapping
             update = node(state, runtime)
         try:
             if usage is not None:
-                summary = _summary(name, state, update, runtime, parts, usage.as_dict())
+                summary = trace_summary(name, state, update, runtime, parts, usage.as_dict())
                 add_to_run(summary)
             else:
                 summary = summarize(name, update, state=state if isinstance(state, Mapping) else None)

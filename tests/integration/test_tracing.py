@@ -280,13 +280,13 @@ def test_no_tracer_no_trace_summary(monkeypatch: pytest.MonkeyPatch, server: Ope
     """Without a tracer a node counts no tokens and makes no trace summary (prompt-token estimates, settings):
     only the short summary its `stream_mode="custom"` progress event needs."""
     calls: list[str] = []
-    real = instrument._summary
+    real = instrument.trace_summary
 
     def counting(name: str, *args: Any, **kw: Any) -> dict[str, Any]:
         calls.append(name)
         return real(name, *args, **kw)
 
-    monkeypatch.setattr(instrument, "_summary", counting)
+    monkeypatch.setattr(instrument, "trace_summary", counting)
     g = hr_graph()
     g.invoke({"query": QUERY}, context=EvidentContext())
     list(g.stream({"query": QUERY}, context=EvidentContext(), stream_mode=["updates", "messages"]))
