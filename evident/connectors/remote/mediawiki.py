@@ -159,6 +159,9 @@ class MediaWikiRetriever(RemoteRetriever):
             params = {"titles": title}
         data = yield from self._api({"action": "query", "prop": "info", "inprop": "url", **params},
                                     tolerate={"invalidtitle"})
+        query = data.get("query")
+        if not isinstance(query, dict) or "pages" not in query:
+            return None  # the revision is deleted with its page: the wiki lists it under `badrevids` only
         pages = [p for p in _pages(data, self.api_url) if p.get("fullurl") == url]
         if not pages:
             return None
