@@ -20,7 +20,7 @@ from evident.alignment.models import SourceDocument
 from evident.citations.recheck import REVISION, revision_of
 from evident.connectors.acl import filter_documents
 from evident.connectors.chunks import CHUNK_OF
-from evident.connectors.source import Source
+from evident.connectors.source import Source, SourceFailure
 from evident.connectors.visibility import AclPolicy
 from evident.models import Citation, Principal
 
@@ -53,8 +53,9 @@ def read_now(sources: Sequence[Source], url: str, principal: Principal | None, *
              revision: str = "") -> SourceDocument | None:
     """The document `url` as `principal` may read it now through `sources` (only the one named `source`,
     when it is among them); None when no source holds it for this caller. Raises what a source raises
-    (`SourceFailure` when it cannot be asked)."""
+    (`SourceFailure` when it cannot be asked, or when none of them can read by id)."""
     named = [s for s in sources if s.name == source]
+    asked = False
     for candidate in named or sources:
         retriever = candidate.retriever
         if not isinstance(retriever, FetchesById):
@@ -63,10 +64,15 @@ def read_now(sources: Sequence[Source], url: str, principal: Principal | None, *
             doc = retriever.fetch_visible(url, principal=principal, policy=candidate.policy(), revision=revision)
         except NotImplementedError:  # a search-only subclass of a retriever that can read by id
             continue
+        asked = True
         if doc is None:
             continue
         doc = doc.model_copy(update={"source": candidate.name})
         visible, _ = filter_documents([doc], principal, default=candidate.default_acl, fallback_acl=candidate.acl)
         if visible:
             return visible[0]
+    if not asked:
+        # Not `gone`: nothing was asked, so nothing may be concluded about the document.
+        raise SourceFailure("no configured source can read a document by its id here (the embedded index, "
+                            "PostgreSQL and MediaWiki can)")
     return None

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+from langchain_core.retrievers import BaseRetriever
+
+from evident.agent.recheck import recheck_citations
 from evident.alignment import SourceDocument
 from evident.citations.recheck import recheck
 from evident.connectors.chunks import CHUNK_OF, CHUNK_START
@@ -117,3 +121,12 @@ def test_the_index_gives_a_document_by_id_only_to_a_caller_who_may_see_it(tmp_pa
         assert read_now([source], "KB-1", hr) is not None and read_now([source], "KB-1", None) is None
     finally:
         retriever.close()
+
+
+def test_a_source_that_cannot_read_by_id_leaves_the_citation_unchecked_not_gone() -> None:
+    class SearchOnly(BaseRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
+            return []
+
+    [check] = recheck_citations([_citation()], [Source(name="kb", retriever=SearchOnly())], None)
+    assert check.outcome == "unchecked" and "read a document by its id" in check.reason
