@@ -13,6 +13,7 @@ unchecked), 2 on bad input.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,9 @@ def run(answer: Path, *, corpus: list[Path] | None, config: Path | None, index: 
     try:
         ctx = EvidentContext.from_env(config, corpus=[str(p) for p in corpus] if corpus else None,
                                       index_path=str(index) if index else None)
+        if not ctx.corpus and not ctx.sources and ctx.corpus_paths():
+            print(f"evident {COMMAND}: no --corpus: checking against the bundled examples ({ctx.corpus_paths()[0]}); "
+                  "pass the --corpus or --config the answer was given with", file=sys.stderr)
         result = recheck_answer(data, context=ctx, principal=principal)
     except AnswerError as exc:
         fail(COMMAND, f"{answer}: {exc}")
