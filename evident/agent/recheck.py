@@ -9,6 +9,8 @@ principal: a document the caller may no longer see reads as `gone`, exactly as a
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,7 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, Field, ValidationError
 
 from evident.alignment.models import SourceDocument
-from evident.citations.recheck import OUTCOMES, UNCHECKED, CitationCheck, recheck
+from evident.citations.recheck import OUTCOMES, UNCHECKED, CitationCheck, recheck, revision_of
 from evident.connectors.acl import coerce_principal
 from evident.connectors.retrievers import as_federated, default_retriever
 from evident.connectors.revisions import read_now
@@ -67,6 +69,43 @@ def _sources_of(answer: Mapping[str, Any]) -> dict[str, str]:
     return found
 
 
+class CheckCache:
+    """Checks already made, keyed by the citation's quote and spans and the content hash of the text it was
+    checked against: the same quote against the same text decides the same. A caller reaches an entry only
+    after reading that text itself (its hash is part of the key), so the cache shows nobody a text they may
+    not read. Bounded: the oldest entries go first."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self.hits = 0
+        self.misses = 0
+        self._checks: OrderedDict[tuple[Any, ...], CitationCheck] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def check(self, index: int, citation: Citation, now: SourceDocument, *, n: int, threshold: float) -> CitationCheck:
+        """`recheck(index, citation, now, …)`, from the cache when this quote met this text before."""
+        key = (citation.url, citation.quote, tuple(citation.spans), citation.content_hash, now.content_hash, n,
+               threshold)
+        with self._lock:
+            known = self._checks.get(key)
+            if known is not None:
+                self.hits += 1
+                self._checks.move_to_end(key)
+        if known is not None:
+            return known.model_copy(update={"citation": index, "sentence": citation.sentence,
+                                            "revision": citation.revision, "revision_now": revision_of(now)})
+        checked = recheck(index, citation, now, n=n, threshold=threshold)
+        with self._lock:
+            self.misses += 1
+            self._checks[key] = checked
+            while len(self._checks) > self.size:
+                self._checks.popitem(last=False)
+        return checked
+
+
+CHECKS = CheckCache()
+
+
 def recheck_citations(citations: Sequence[Citation], sources: Sequence[Source], principal: Principal | None, *,
                       source_of: Mapping[str, str] | None = None, n: int = 5,
                       threshold: float = 0.7) -> list[CitationCheck]:
@@ -89,7 +128,8 @@ def recheck_citations(citations: Sequence[Citation], sources: Sequence[Source], 
                                         quote=citation.quote, spans=list(citation.spans),
                                         content_hash=citation.content_hash, revision=citation.revision, reason=now))
         else:
-            checks.append(recheck(i, citation, now, n=n, threshold=threshold))
+            checks.append(CHECKS.check(i, citation, now, n=n, threshold=threshold) if now is not None
+                          else recheck(i, citation, None))
     return checks
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.retrievers import BaseRetriever
 
-from evident.agent.recheck import recheck_citations
+from evident.agent.recheck import CheckCache, recheck_citations
 from evident.alignment import SourceDocument
 from evident.citations.recheck import recheck
 from evident.connectors.chunks import CHUNK_OF, CHUNK_START
@@ -130,3 +130,18 @@ def test_a_source_that_cannot_read_by_id_leaves_the_citation_unchecked_not_gone(
 
     [check] = recheck_citations([_citation()], [Source(name="kb", retriever=SearchOnly())], None)
     assert check.outcome == "unchecked" and "read a document by its id" in check.reason
+
+
+def test_a_quote_met_again_against_the_same_text_is_answered_from_the_cache() -> None:
+    cache = CheckCache(size=2)
+    citation, now = _citation(), _doc(TEXT.replace("30 days", "25 days"), "revid=3")
+    first = cache.check(0, citation, now, n=5, threshold=0.7)
+    again = cache.check(4, citation.model_copy(update={"sentence": "other"}), now, n=5, threshold=0.7)
+    assert (cache.misses, cache.hits) == (1, 1)
+    assert again.model_dump(exclude={"citation", "sentence"}) == first.model_dump(exclude={"citation", "sentence"})
+    assert (again.citation, again.sentence, again.outcome) == (4, "other", "changed")
+    # Another text is another entry; the oldest goes when the cache is full.
+    cache.check(0, citation, _doc(TEXT), n=5, threshold=0.7)
+    cache.check(0, citation, _doc("Header.\n" + TEXT), n=5, threshold=0.7)
+    cache.check(0, citation, now, n=5, threshold=0.7)
+    assert (cache.misses, cache.hits) == (4, 1)
