@@ -96,7 +96,9 @@ def recheck(index: int, citation: Citation, now: SourceDocument | None, *, n: in
         return check
     found = _found_at(now.content, segments, list(citation.spans))
     if found is not None:
-        check.outcome = "unchanged" if found == list(citation.spans) else "moved"
+        # A chunk's spans are offsets into the chunk, not the document: only "still there" can be said.
+        same_place = found == list(citation.spans) or citation.span_base == "chunk"
+        check.outcome = "unchanged" if same_place else "moved"
         check.spans_now = found
         return check
     check.outcome = "changed"

@@ -41,7 +41,7 @@ def cited_answers(values: Mapping[str, Any]) -> list[dict[str, Any]]:
     found = []
     for message in messages if isinstance(messages, list) else []:
         extra = message.get("additional_kwargs") if isinstance(message, Mapping) else None
-        if message.get("type") == "ai" and isinstance(extra, Mapping) and isinstance(extra.get("citations"), list):
+        if isinstance(extra, Mapping) and message.get("type") == "ai" and isinstance(extra.get("citations"), list):
             found.append({"message_id": message.get("id"), "query": extra.get("standalone_query") or "",
                           "citations": extra["citations"]})
     return found[-MAX_ANSWERS:]

@@ -18,6 +18,7 @@ from evident.connectors.remote.mediawiki import title_in_url
 from evident.connectors.revisions import pinned, read_now
 from evident.connectors.source import Source
 from evident.models import Citation, Principal
+from evident.web.recheck import cited_answers
 
 URL = "https://wiki/leave"
 TEXT = "Leave policy.\nEmployees receive 30 days of paid vacation per year. Sick leave needs a note after three days."
@@ -145,3 +146,19 @@ def test_a_quote_met_again_against_the_same_text_is_answered_from_the_cache() ->
     cache.check(0, citation, _doc("Header.\n" + TEXT), n=5, threshold=0.7)
     cache.check(0, citation, now, n=5, threshold=0.7)
     assert (cache.misses, cache.hits) == (4, 1)
+
+
+def test_a_quote_of_a_chunk_still_in_its_document_is_unchanged_whatever_its_offsets() -> None:
+    chunk = SourceDocument(url=f"{URL}#chunk-1", content=QUOTE, metadata={CHUNK_OF: URL})
+    citation = pinned(Citation(sentence=QUOTE, url=URL, spans=[(0, len(QUOTE))], quote=QUOTE, span_base="chunk"),
+                      chunk)
+    check = recheck(0, citation, _doc(TEXT))
+    assert check.outcome == "unchanged" and check.spans_now == [(TEXT.index(QUOTE), TEXT.index(QUOTE) + len(QUOTE))]
+    assert recheck(0, citation, _doc(TEXT.replace("30", "25"))).outcome == "changed"
+
+
+def test_a_thread_without_answers_or_with_odd_messages_has_nothing_to_recheck() -> None:
+    messages = ["text", {"type": "human", "content": "q"}, {"type": "ai", "additional_kwargs": "x"},
+                {"type": "ai", "id": "m1", "additional_kwargs": {"standalone_query": "q1", "citations": []}}]
+    assert cited_answers({"messages": messages}) == [{"message_id": "m1", "query": "q1", "citations": []}]
+    assert cited_answers({}) == [] and cited_answers({"messages": "x"}) == []
