@@ -47,9 +47,23 @@ CorpusPaths = Annotated[
 
 @app.command()
 def verify(
-    docs: Annotated[Path, typer.Option("--docs", metavar="FILE", help="JSONL of documents: {url, content|text}.")],
+    docs: Annotated[
+        Path | None, typer.Option("--docs", metavar="FILE", help="JSONL of documents: {url, content|text}.")] = None,
     passages: Annotated[
-        Path, typer.Option("--passages", metavar="FILE", help="JSONL of passages: {passage_id, url, content}.")],
+        Path | None, typer.Option("--passages", metavar="FILE", help="JSONL of passages: {passage_id, url, content}.")
+    ] = None,
+    answer: Annotated[
+        Path | None, typer.Option("--answer", metavar="FILE",
+                                  help="An answer `evident ask --json` printed: re-check its citations against "
+                                       "the sources now (with --corpus/--config/--index, --user/--group).")
+    ] = None,
+    corpus: CorpusPaths = None,
+    config: ConfigFile = None,
+    index_path: Annotated[Path | None, typer.Option("--index", metavar="FILE", help="Index file to use.")] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", metavar="NAME", help="With --answer: check as this user.")] = None,
+    group: Annotated[
+        list[str] | None, typer.Option("--group", metavar="GROUP", help="A group of --user (repeatable).")] = None,
     n: Annotated[int, typer.Option("--n", metavar="N", help="n-gram size.")] = 5,
     threshold: Annotated[float, typer.Option("--threshold", metavar="T", help="Overlap threshold in [0, 1].")] = 0.7,
     drift: Annotated[
@@ -57,7 +71,21 @@ def verify(
     ] = "extended",
     json_out: JsonFlag = False,
 ) -> None:
-    """Check passages against documents: one keep/truncate/relink/drop decision per passage."""
+    """Check passages against documents (--docs, --passages): one keep/truncate/relink/drop decision per
+    passage; or re-check a stored answer's citations against their sources now (--answer)."""
+    if answer is not None:
+        if docs is not None or passages is not None:
+            fail("verify", "give either --answer or --docs with --passages, not both")
+        # start-up time: the answer mode loads the sources; the passages mode must not load LangChain
+        from evident.commands.verify_answer import run as run_answer
+
+        principal = {"user": user or "", "groups": group or []} if (user or group) else None
+        raise typer.Exit(run_answer(answer, corpus=corpus, config=config, index=index_path, principal=principal,
+                                    json_out=json_out))
+    if docs is None or passages is None:
+        fail("verify", "give --docs and --passages (alignment of passages), or --answer (re-check an answer)")
+    if corpus or config is not None or index_path is not None or user or group:
+        fail("verify", "--corpus, --config, --index, --user and --group go with --answer")
     # start-up time: each command loads only its own implementation (verify must not load LangChain)
     from evident.commands.verify import run
 

@@ -61,6 +61,10 @@ class Citation(BaseModel):
     span_base: Literal["document", "chunk"] = Field(
         "document", description="what `spans` are offsets into: the document's text, or only the retrieved "
         "chunk's (a chunked retriever that gave neither the chunk's start_index nor the whole document)")
+    content_hash: str = Field("", description="hash of the source text `spans` index (SourceDocument.content_hash); "
+                              "'' when that text was not retrieved whole (a chunk cited at document offsets)")
+    revision: str = Field("", description="the source's own revision of that text, `kind=value` (revid=…, "
+                          "mtime_ns=…;size=…, etag=…, last-modified=…); '' when the source has none")
 
 
 class Rewrite(BaseModel):

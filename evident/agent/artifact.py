@@ -40,6 +40,7 @@ class EvidenceCitation(BaseModel):
     spans: list[tuple[int, int]] = Field(default_factory=list)
     quote: str = ""
     content_hash: str = ""
+    revision: str = Field("", description="the source's revision id of that text (Citation.revision), when it has one")
 
 
 class EvidenceArtifact(BaseModel):

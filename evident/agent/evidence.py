@@ -66,7 +66,8 @@ def evidence_artifact(query: str, state: Mapping[str, Any]) -> EvidenceArtifact:
         EvidenceCitation(
             number=numbers[c.url], sentence=c.sentence, url=c.url, title=title(c.url),
             heading_path=_heading_path(raw, *(raw_by_passage.get(p) for p in c.passage_ids)),
-            passage_ids=c.passage_ids, spans=c.spans, quote=c.quote, content_hash=content_hash(c.url),
+            passage_ids=c.passage_ids, spans=c.spans, quote=c.quote,
+            content_hash=c.content_hash or content_hash(c.url), revision=c.revision,
         )
         for c, raw in zip(citations, raw_citations, strict=True)
     ]

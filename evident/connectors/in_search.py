@@ -34,6 +34,18 @@ class SearchesVisible(FiltersInSearch, BaseRetriever):
         """The `k` best documents holding one of the `visible` tokens, best first, each with its score."""
         raise NotImplementedError
 
+    def get_visible(self, url: str, visible: list[str]) -> SourceDocument | None:
+        """The document whose id is `url` as the source holds it now, if it holds one of the `visible` tokens;
+        None when there is none or it is hidden. A subclass that cannot read by id raises NotImplementedError."""
+        raise NotImplementedError
+
+    def fetch_visible(self, url: str, *, principal: Principal | dict[str, Any] | None = None,
+                      policy: AclPolicy | None = None, revision: str = "") -> SourceDocument | None:
+        """The document `url` as `principal` may read it now (`evident.connectors.revisions.FetchesById`)."""
+        rules = policy if policy is not None else AclPolicy(source=self.source_name)
+        doc = self.get_visible(url, principal_tokens(coerce_principal(principal), rules))
+        return doc.model_copy(update={"source": self.source_name}) if doc is not None else None
+
     def _get_relevant_documents(
         self,
         query: str,

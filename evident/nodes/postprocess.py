@@ -7,6 +7,7 @@ from langgraph.runtime import Runtime
 from evident.citations.answer import apply_glossary, known_ids, parse_answer, render_answer, resolve_citation, units_of
 from evident.citations.support import GeneratedSentenceSupport
 from evident.connectors.chunks import cited_in_document, document_of
+from evident.connectors.revisions import pinned
 from evident.context import EvidentContext, run_settings
 from evident.conversation.messages import conclude
 from evident.models import INSUFFICIENT_ANSWER, AlignmentDecision, SourceDocument, Status
@@ -40,7 +41,8 @@ def postprocess(state: EvidentState, runtime: Runtime[EvidentContext]) -> Postpr
             ]
             # A chunk is cited as its document (its url, and document offsets where its start is known).
             documents = {d.url: d for d in docs}
-            citations = [cited_in_document(c, documents.get(url)) for (_, url), c in zip(pairs, citations, strict=True)]
+            citations = [pinned(cited_in_document(c, documents.get(url)), documents.get(url))
+                         for (_, url), c in zip(pairs, citations, strict=True)]
             for u in cited:
                 u.urls = list(dict.fromkeys(document_of(documents[url]) if url in documents else url for url in u.urls))
             # Spans were located with the source's wording; the glossary only restyles the answer.

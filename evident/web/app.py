@@ -43,6 +43,7 @@ from evident.web.gate import RequestGate
 from evident.web.mcp import PATH as MCP_PATH
 from evident.web.mcp import endpoint as mcp_endpoint
 from evident.web.page import routes as page_routes
+from evident.web.recheck import recheck_thread
 from evident.web.settings import server_settings
 from evident.web.unavailable import HeldWhileWaiting, unavailable_handlers
 
@@ -162,6 +163,7 @@ except ConfigError as exc:
 
 FEEDBACK = Route("/threads/{thread_id}/runs/{run_id}/feedback", give_feedback, methods=["POST"])
 MCP = Route(MCP_PATH, mcp_endpoint, methods=["POST"])  # evident/web/mcp.py: EvidenT as an MCP tool
+RECHECK = Route("/threads/{thread_id}/recheck", recheck_thread, methods=["POST"])  # evident/web/recheck.py
 GUARDS = (BrowserGuard, RequestGate, HeldWhileWaiting)
 
 
@@ -189,5 +191,5 @@ class GuardedApp(FastAPI):
 app = GuardedApp(title="EvidenT", version=evident.__version__, lifespan=lifespan, redoc_url=None,
                  swagger_ui_oauth2_redirect_url=None, exception_handlers=unavailable_handlers(),
                  routes=[*page_routes, Route("/ok", ok), Route("/health", health), Route("/version", version),
-                         FEEDBACK, MCP],
+                         FEEDBACK, MCP, RECHECK],
                  middleware=[Middleware(guard) for guard in GUARDS])

@@ -37,7 +37,7 @@ FEEDBACK_KEY = "user_score"
 _ID = re.compile(r"^[0-9A-Za-z-]{1,64}$")
 
 
-def _refused(status: int, detail: str) -> JSONResponse:
+def refused(status: int, detail: str) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status)
 
 
@@ -76,13 +76,13 @@ def _send_to_langsmith(run_id: str, score: int, comment: str) -> str:
 async def give_feedback(request: Request) -> JSONResponse:
     thread_id, run_id = request.path_params["thread_id"], request.path_params["run_id"]
     if not _ID.match(thread_id) or not _ID.match(run_id):
-        return _refused(404, "no such run")
+        return refused(404, "no such run")
     try:
         parsed = parse_feedback(json.loads(await request.body() or b"null"))
     except (ValueError, RecursionError):  # RecursionError: nested past the parser's stack (the gate bounds it first)
         parsed = "the body must be JSON"
     if isinstance(parsed, str):
-        return _refused(422, parsed)
+        return refused(422, parsed)
     score, comment = parsed
     async with as_caller(request.scope) as api:
         # The caller's own thread and run, or nothing: auth.py's owner filter answers 404 otherwise.
@@ -90,25 +90,25 @@ async def give_feedback(request: Request) -> JSONResponse:
             found = await api.get(path)
             if found.status_code != 200:
                 status = found.status_code if found.status_code in (401, 403, 503) else 404
-                return _refused(status, _detail(found) if status != 404 else "no such run on your threads")
+                return refused(status, response_detail(found) if status != 404 else "no such run on your threads")
         run = found.json()
         if str(run.get("thread_id")) != thread_id:
-            return _refused(404, "no such run on your threads")
+            return refused(404, "no such run on your threads")
         if langsmith_configured():
             try:
                 feedback_id = await asyncio.to_thread(_send_to_langsmith, run_id, score, comment)
             except Exception as exc:  # LangSmith down or refusing: the caller is told, the log says why
                 log.warning("evident: feedback on run %s not sent to LangSmith: %s", run_id, exc)
-                return _refused(502, "LangSmith did not take the feedback; try again later")
+                return refused(502, "LangSmith did not take the feedback; try again later")
             return JSONResponse({"stored": "langsmith", "run_id": run_id, "feedback_id": feedback_id})
         entry = {"score": score, "comment": comment, "at": datetime.now(UTC).isoformat(timespec="seconds")}
         patched = await api.patch(f"/threads/{thread_id}", json={"metadata": {f"feedback:{run_id}": entry}})
         if patched.status_code != 200:
-            return _refused(patched.status_code, _detail(patched))
+            return refused(patched.status_code, response_detail(patched))
     return JSONResponse({"stored": "thread", "run_id": run_id})
 
 
-def _detail(response: httpx.Response) -> str:
+def response_detail(response: httpx.Response) -> str:
     try:
         body = response.json()
     except ValueError:

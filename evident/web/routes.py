@@ -67,6 +67,8 @@ ALLOWED: tuple[AllowedRoute, ...] = (
     _route("token", "/openapi.json", GET),
     # Ours (evident/web/feedback.py): the caller's own thread and run are checked through the API above.
     _route("token", "/threads/{thread_id}/runs/{run_id}/feedback", POST),
+    # Ours (evident/web/recheck.py): the caller's own thread's answers re-checked against the sources now.
+    _route("token", "/threads/{thread_id}/recheck", POST),
     # Ours (evident/web/mcp.py): EvidenT as an MCP tool, asked as the authenticated caller.
     _route("token", "/mcp", POST),
     _api("/assistants", POST),

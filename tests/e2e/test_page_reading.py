@@ -205,6 +205,7 @@ def test_chips_are_numbered_per_document_and_a_conversation_reads_like_a_chat(se
         expect(page.locator(f'#sources li[data-source="{n}"] a[href="{url}"]')).to_have_count(1)
     page.locator("#answer button.chip").first.click()
     expect(page.locator("#doc-meta")).to_contain_text(f"Source {first[0][1]}")
+    expect(page.locator("#doc-meta")).to_contain_text(" · revision mtime_ns=")  # what its citations are pinned to
     page.keyboard.press("Escape")
     first_answer = page.inner_text("#answer")
 

@@ -81,6 +81,9 @@ def test_the_model_reads_numbered_marks_and_the_artifact_keeps_the_spans(example
         document = documents[citation.url]
         assert sources[citation.number - 1] == f"[{citation.number}] {document.title} — {citation.url}"
         assert citation.content_hash == document.content_hash
+        # The revision of the file the document was read from, as the state's citation pins it.
+        assert citation.revision == document.metadata["revision"] and citation.revision.startswith("mtime_ns=")
+        assert citation.revision in {c.revision for c in state["citations"] if c.url == citation.url}
         assert citation.spans and citation.quote == " … ".join(document.content[s:e] for s, e in citation.spans)
         assert f"[{citation.number}]" in content
     assert {p.passage_id for p in artifact.passages} >= {p for c in artifact.citations for p in c.passage_ids}

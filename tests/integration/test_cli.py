@@ -47,7 +47,8 @@ def test_ask_json_shape(index_file: Path, examples: Path) -> None:
     retrieved = {r["url"] for r in out["retrieved"]}
     assert all(set(r) >= {"url", "title", "source"} for r in out["retrieved"])
     for c in out["citations"]:
-        assert set(c) == {"sentence", "url", "passage_ids", "spans", "quote", "span_base"}
+        assert set(c) == {"sentence", "url", "passage_ids", "spans", "quote", "span_base", "content_hash", "revision"}
+        assert c["content_hash"] and c["revision"].startswith("mtime_ns=")  # docs/revisions.md
         assert c["span_base"] == "document"  # the embedded index stores whole documents
         assert c["url"] in retrieved and c["spans"] and c["passage_ids"]
 

@@ -19,6 +19,7 @@ import pytest
 from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 from psycopg import sql
 
+from evident.agent.recheck import recheck_answer
 from evident.connectors.config import Defaults, PostgresSettings, build_sources, parse_settings, postgres_dsn
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusError
 from evident.connectors.postgres.connections import Connections
@@ -417,3 +418,33 @@ def test_vectors_are_stored_beside_the_text_and_rank_with_the_words(postgres: Po
         fresh = scorer.similarities(question, texts)
         assert [round(c, 4) for _, _, c in windows] == [round(float(c), 4) for c in fresh]
     assert out["documents"][0]["url"].endswith("remote-work")
+
+
+def test_an_answer_rechecked_after_its_row_is_updated(postgres: PostgresServer, tmp_path: Path) -> None:
+    quote = "Employees receive 30 days of paid vacation per calendar year."
+    leave = {"url": "KB-leave", "title": "Leave policy", "text": f"{quote} Unused days expire in March."}
+    travel = {"url": "KB-travel", "title": "Travel", "text": "Economy class is required for short flights."}
+    path = tmp_path / "c.jsonl"
+    raw = _source(postgres, [_write(path, [leave, travel])], _schema())
+    _refresh(raw)
+    ctx = EvidentContext(sources=[raw], k=4, top_n=4, embeddings="none")
+    answer = _ask(raw, "How many days of paid vacation do employees receive?")
+    cited = [c for c in answer["citations"] if c["url"] == "KB-leave"]
+    assert cited and all(c["content_hash"] == hashlib.blake2b(leave["text"].encode(), digest_size=16).hexdigest()
+                         for c in cited)
+
+    def outcomes(**who: Any) -> set[str]:
+        return {c.outcome for c in recheck_answer(answer, context=ctx, principal=who or None).checks
+                if c.url == "KB-leave"}
+
+    assert outcomes() == {"unchanged"}
+    _refresh(raw | {"paths": [str(_write(path, [{**leave, "text": "Read this first. " + leave["text"]}, travel]))]})
+    assert outcomes() == {"moved"}
+    _refresh(raw | {"paths": [str(_write(path, [{**leave, "text": leave["text"].replace("30", "25")}, travel]))]})
+    assert outcomes() == {"changed"}
+    restricted = {**leave, "text": leave["text"].replace("30", "25"), "metadata": {"acl": "group:hr"}}
+    _refresh(raw | {"paths": [str(_write(path, [restricted, travel]))]})
+    assert outcomes(user="bob", groups=["staff"]) == {"gone"}  # the row is hidden from bob now
+    assert outcomes(user="ann", groups=["hr"]) == {"changed"}
+    _refresh(raw | {"paths": [str(_write(path, [travel]))]})
+    assert outcomes(user="ann", groups=["hr"]) == {"gone"}

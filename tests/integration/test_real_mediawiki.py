@@ -21,17 +21,21 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
+from evident.agent.recheck import recheck_citations
+from evident.citations.recheck import CitationCheck
 from evident.cli import app
 from evident.connectors.remote.docs_index import pages_path, read_pages
 from evident.connectors.remote.mediawiki import MediaWikiRetriever
-from evident.connectors.source import AccessReport, SourceFailure
+from evident.connectors.revisions import pinned
+from evident.connectors.source import AccessReport, Source, SourceFailure
 from evident.context import EvidentContext
 from evident.embeddings.meaning import SEMANTIC_WINDOWS
 from evident.graph import graph
-from evident.models import Principal
+from evident.models import Citation, Principal
 from tests.support.wiki_servers import MEDIAWIKI_HOME, RealMediaWiki
 
 RUNBOOKS = 60  # more than the API's 50 page ids per request
@@ -287,3 +291,78 @@ acl = "authenticated"   # a dump carries no permissions: the private wiki's page
     assert deploy and any("approved change ticket" in c["quote"] for c in deploy)
     assert all(" … ".join(text[s:e] for s, e in c["spans"]) == c["quote"] for c in deploy)
     assert cli("ask", "What does a deploy to production need?")["status"] == "insufficient"  # anonymous
+
+
+PARENTAL = "Parental leave"
+PARENTAL_TEXT = ("Parents receive 16 weeks of paid parental leave. "
+                 "The leave may start up to four weeks before the birth.")
+
+
+class _Editor:
+    """An account that edits and deletes pages through the Action API (a bot password with those grants)."""
+
+    def __init__(self, wiki: RealMediaWiki) -> None:
+        password = "editor0123456789abcdefghijklmnop"
+        wiki.maintenance("createAndPromote.php", "--sysop", "--custom-groups", "reader", "Editor", "Editor-pass-5a7c2e")
+        wiki.maintenance("createBotPassword.php", "--appid", "edits", "--grants",
+                         "basic,editpage,createeditmovepage,delete", "Editor", password)
+        self.api = wiki.api_url
+        self.client = httpx.Client(timeout=60)
+        token = self._get(action="query", meta="tokens", type="login")["query"]["tokens"]["logintoken"]
+        login = self._post(action="login", lgname="Editor@edits", lgpassword=password, lgtoken=token)
+        assert login["login"]["result"] == "Success", login
+        self.csrf = self._get(action="query", meta="tokens")["query"]["tokens"]["csrftoken"]
+
+    def _get(self, **params: str) -> Any:
+        return self.client.get(self.api, params={**params, "format": "json", "formatversion": "2"}).json()
+
+    def _post(self, **data: str) -> Any:
+        return self.client.post(self.api, data={**data, "format": "json", "formatversion": "2"}).json()
+
+    def edit(self, title: str, text: str) -> int:
+        done = self._post(action="edit", title=title, text=text, token=self.csrf, summary="test edit")
+        assert done.get("edit", {}).get("result") == "Success", done
+        return int(done["edit"]["newrevid"])
+
+    def delete(self, title: str) -> None:
+        done = self._post(action="delete", title=title, token=self.csrf, reason="test")
+        assert "delete" in done, done
+
+
+def test_a_citation_rechecked_after_edits_through_the_api(wiki: RealMediaWiki) -> None:
+    editor = _Editor(wiki)
+    first = editor.edit(PARENTAL, PARENTAL_TEXT)
+    r = retriever(wiki, check_read_rights=True)
+    source = Source(name="wiki", retriever=r)
+    alice, mallory = Principal(user="Alice"), Principal(user="Mallory")
+    url = f"{wiki.url}/w/index.php/Parental_leave"
+    doc = r.fetch_visible(url, principal=alice)
+    assert doc is not None and doc.metadata["revision"] == f"revid={first}"
+    quote = "Parents receive 16 weeks of paid parental leave."
+    start = doc.content.index(quote)
+    citation = pinned(Citation(sentence=quote, url=url, spans=[(start, start + len(quote))], quote=quote), doc)
+    assert citation.revision == f"revid={first}" and citation.content_hash == doc.content_hash
+
+    def check(who: Principal | None) -> CitationCheck:
+        [one] = recheck_citations([citation], [source], who)
+        return one
+
+    assert check(alice).outcome == "unchanged"
+    assert check(mallory).outcome == "gone"  # the wiki does not let Mallory read: as if deleted
+
+    second = editor.edit(PARENTAL, "Ask HR before you plan your leave.\n\n" + PARENTAL_TEXT)
+    moved = check(alice)
+    assert moved.outcome == "moved" and moved.revision_now == f"revid={second}"
+    now = r.fetch_visible(url, principal=alice)
+    assert now is not None and [now.content[s:e] for s, e in moved.spans_now] == [quote]
+
+    editor.edit(PARENTAL, PARENTAL_TEXT.replace("16 weeks", "18 weeks"))
+    changed = check(alice)
+    assert changed.outcome == "changed" and changed.nearest == quote.replace("16", "18")
+    assert [(s.passage, s.source) for s in changed.substitutions] == [("16", "18")]
+
+    editor.delete(PARENTAL)
+    deleted = check(alice)
+    assert deleted.outcome == "gone", deleted.reason
+    assert deleted.model_dump(exclude={"citation"}) == \
+        check(mallory).model_dump(exclude={"citation"})

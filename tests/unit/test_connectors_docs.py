@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.index.html_text import parse_html
 from evident.connectors.index.retriever import LocalCorpusRetriever
 from evident.connectors.remote.docs_index import pages_path, read_pages, refresh_docs_index
@@ -102,7 +103,9 @@ def test_clean_text_and_metadata(site: StaticSite) -> None:
     assert install["title"] == "Installing Flow" and install["source_type"] == "docs"
     assert install["text"] == ("Installing Flow\n\n"
                                "Install Flow with pip install tessellate-flow. Flow needs Python 3.11 or newer.")
-    assert records["/docs/config"]["metadata"] == {"acl": "group:engineering"}
+    config = records["/docs/config"]["metadata"]
+    assert config == {"acl": "group:engineering", "revision": config["revision"]}
+    assert config["revision"].startswith('etag="')
     assert records["/docs/upgrade"]["crawl"]["fetched_url"] == site.url + "/docs/upgrade"  # the redirect target
 
 
@@ -163,6 +166,7 @@ def test_refresh_builds_and_updates_the_index(site: StaticSite, tmp_path: Path) 
     hit = retriever.invoke("how do I install flow with pip")[0]
     assert hit.metadata["url"] == site.url + "/docs/install"
     assert hit.metadata["source"] == "docs" and hit.metadata["source_type"] == "docs"
+    assert hit.metadata["revision"].startswith('etag="')  # the server's ETag is the page's revision
     assert pages_path(index).exists()
 
     # Unchanged lastmod: every page is still asked "changed since?" (its ETag) and skipped on 304.
@@ -176,8 +180,14 @@ def test_refresh_builds_and_updates_the_index(site: StaticSite, tmp_path: Path) 
     # Same lastmod, new text (the sitemap was not regenerated): the conditional request sees the change.
     site.files["/docs/config"] = page("Configuration reference",
                                       "<p>The <code>workers</code> setting defaults to 8.</p>")
+    with LocalIndex(index, read_only=True) as stored:
+        before_edit = stored.get(site.url + "/docs/config")
     stats = refresh_docs_index(settings(site), index)
-    assert stats.updated == 1 and "defaults to 8" in retriever.invoke("workers setting default")[0].page_content
+    changed = retriever.invoke("workers setting default")[0]
+    assert stats.updated == 1 and "defaults to 8" in changed.page_content
+    assert before_edit is not None and before_edit.url == changed.metadata["url"]
+    assert changed.metadata["revision"].startswith('etag="')
+    assert changed.metadata["revision"] != before_edit.metadata["revision"]
 
     # A page changed (new lastmod) and a page removed from the site.
     files = site.files

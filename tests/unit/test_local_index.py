@@ -283,7 +283,10 @@ def test_index_persists_across_reopen(tmp_path: Path, corpus: Path) -> None:
         assert index.count() == 3
         assert index.search("vacation days") == before
         doc = index.get("https://wiki/vacation")
-        assert doc is not None and doc.metadata == {"path": "vacation.md"} and doc.title == "Vacation policy"
+        stat = (corpus / "vacation.md").stat()
+        # The file's stat is the document's revision (evident/connectors/revisions.py).
+        assert doc is not None and doc.title == "Vacation policy"
+        assert doc.metadata == {"path": "vacation.md", "revision": f"mtime_ns={stat.st_mtime_ns};size={stat.st_size}"}
         assert index.add_corpus(corpus) == IndexStats(unchanged=3)
         assert index.roots() == [str(corpus.resolve())]
     with pytest.raises(IndexFileError, match="closed"):

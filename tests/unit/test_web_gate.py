@@ -114,7 +114,7 @@ def test_every_allowed_route_names_its_access() -> None:
         kinds.setdefault(route.access, []).append(route.path)
         assert route.methods and route.path.startswith("/")
     assert sorted(kinds["public"]) == ["/", "/health", "/live", "/ok", "/ready", "/static/{path:path}"]
-    assert sorted(kinds["token"]) == ["/docs", "/info", "/mcp", "/openapi.json",
+    assert sorted(kinds["token"]) == ["/docs", "/info", "/mcp", "/openapi.json", "/threads/{thread_id}/recheck",
                                       "/threads/{thread_id}/runs/{run_id}/feedback", "/version"]
 
 

@@ -63,6 +63,7 @@ from evident.connectors.index.vectors import (
     vectors_key,
 )
 from evident.connectors.index.visible_ranking import CANDIDATE_POOL
+from evident.connectors.revisions import REVISION
 from evident.connectors.visibility import document_tokens
 from evident.context import index_dir
 from evident.embeddings.meaning import QueryMeaning, without_meaning
@@ -79,6 +80,8 @@ CONTENT_WEIGHT = 1.0
 HYBRID_DEPTH = 32
 
 _COLUMNS = "url, title, source, source_type, content, content_hash, metadata"
+# What a search reads of a row: `_COLUMNS`, the id, and the file's stat (the document's revision).
+_READ = f"{_COLUMNS}, id, origin_mtime_ns, origin_size"
 
 
 class _Claim(NamedTuple):
@@ -166,16 +169,16 @@ class LocalIndex(MirroredStore):
     def _lexical(
         self, query: str, terms: list[str], weights: dict[str, float], depth: int, visible: Sequence[str] | None
     ) -> list[tuple[Sequence[Any], float]]:
-        """BM25's best `depth` rows (`_COLUMNS` then the id), best first, with their scores."""
+        """BM25's best `depth` rows (`_READ`), best first, with their scores."""
         if not terms:
             return []
         hits = self._mirror_hits(terms, depth, weights, visible)
         if hits is None:
-            rows = fts_search(self._conn, query, depth, columns=f"{_COLUMNS}, id",
+            rows = fts_search(self._conn, query, depth, columns=_READ,
                               title_weight=TITLE_WEIGHT, content_weight=CONTENT_WEIGHT, visible=visible)  # fmt: skip
-            return [(row[:8], float(row[8])) for row in rows]
+            return [(row[:10], float(row[10])) for row in rows]
         marks = ", ".join("?" for _ in hits)
-        sql = f"SELECT {_COLUMNS}, id FROM documents WHERE url IN ({marks})"
+        sql = f"SELECT {_READ} FROM documents WHERE url IN ({marks})"
         found = {row[0]: row for row in self._conn.execute(sql, [url for url, _ in hits])} if hits else {}
         # A url missing here was deleted by another process between the two reads.
         return [(found[url], score) for url, score in hits if url in found]
@@ -200,7 +203,7 @@ class LocalIndex(MirroredStore):
         wanted = [i for i, _ in by_meaning if i not in rows]
         if wanted:
             marks = ", ".join("?" for _ in wanted)
-            for row in self._conn.execute(f"SELECT {_COLUMNS}, id FROM documents WHERE id IN ({marks})", wanted):
+            for row in self._conn.execute(f"SELECT {_READ} FROM documents WHERE id IN ({marks})", wanted):
                 rows[int(row[7])] = row
         candidates = [Candidate(_document(rows[i]), bm25.get(i, 0.0), loaded.windows_of(i, cosines)) for i in rows]
         return hybrid_ranking(candidates, terms, meaning.weight, k, self.title_first_boost)
@@ -241,10 +244,18 @@ class LocalIndex(MirroredStore):
         with self._lock, self._guard(), self._write_lock.hold():
             return embed_missing(self._conn, scorer, lambda: _transaction(self._conn), progress, step_windows)
 
-    def get(self, url: str) -> SourceDocument | None:
+    def get(self, url: str, *, visible: Sequence[str] | None = None) -> SourceDocument | None:
+        """The document whose id is `url` as the index holds it now; with `visible` (the caller's visibility
+        tokens), only if it holds one of them. None when there is no such document (or it is hidden)."""
         with self._reading():
-            row = self._conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE url = ?", (url,)).fetchone()
-        return _document(row) if row else None
+            row = self._conn.execute(f"SELECT {_READ} FROM documents WHERE url = ?", (url,)).fetchone()
+            if row is None or visible is None:
+                return _document(row) if row else None
+            tokens = sorted(set(visible))
+            marks = ", ".join("?" for _ in tokens)
+            seen = self._conn.execute(f"SELECT 1 FROM document_visibility WHERE document_id = ? AND token IN ({marks})",
+                                      [row[7], *tokens]).fetchone() if tokens else None  # fmt: skip
+        return _document(row) if seen else None
 
     def count(self) -> int:
         with self._reading():
@@ -497,6 +508,10 @@ def title_first_order(
 
 
 def _document(row: Sequence[Any]) -> SourceDocument:
+    """A `_READ` row as a document; its revision is the one a JSONL line states, else its file's stat."""
+    metadata = without_meaning(json.loads(row[6]))
+    if len(row) >= 10 and not isinstance(metadata.get(REVISION), str):
+        metadata[REVISION] = f"mtime_ns={row[8]};size={row[9]}"
     return SourceDocument(
         url=row[0],
         title=row[1],
@@ -505,7 +520,7 @@ def _document(row: Sequence[Any]) -> SourceDocument:
         content=row[4],
         content_hash=row[5],
         # A corpus file's metadata may not pose as the retrieval's scores by meaning (set in `_hybrid`).
-        metadata=without_meaning(json.loads(row[6])),
+        metadata=metadata,
     )
 
 

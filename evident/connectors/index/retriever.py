@@ -72,6 +72,9 @@ class LocalCorpusRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
     ) -> list[tuple[SourceDocument, float]]:
         return self._open().search(query, k=self.k, visible=visible, meaning=meaning)
 
+    def get_visible(self, url: str, visible: list[str]) -> SourceDocument | None:
+        return self._open().get(url, visible=visible)
+
     def _open(self) -> LocalIndex:
         return self._opened.get(lambda: LocalIndex(self.index_path, limits=self.limits,
                                                    candidate_pool=self.candidate_pool))

@@ -15,6 +15,7 @@ import threading
 from typing import TYPE_CHECKING
 
 import psycopg
+from psycopg import sql
 from pydantic import ConfigDict, PrivateAttr
 
 from evident.connectors.hybrid import Candidate, hybrid_ranking
@@ -26,11 +27,13 @@ from evident.connectors.index.vectors import vectors_key
 from evident.connectors.postgres.connections import Connections
 from evident.connectors.postgres.dsn import PostgresDsn
 from evident.connectors.postgres.refresh import embed_missing, unembedded
+from evident.connectors.postgres.schema import table
 from evident.connectors.postgres.search import (
     CANDIDATE_POOL,
     WORK_MEM_MB,
     Hit,
     VisibleCounts,
+    document,
     lexemes,
     ranked,
     snapshot,
@@ -96,6 +99,14 @@ class PostgresRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
                       if hits and stored_model(conn, self.db_schema) == vectors_key(meaning.model_id) else {})
         candidates = [Candidate(h.doc, h.score, stored.get(h.id) or _windows_now(h, meaning)) for h in hits]
         return hybrid_ranking(candidates, terms, meaning.weight, self.k)
+
+    def get_visible(self, url: str, visible: list[str]) -> SourceDocument | None:
+        """The row of `url` as it is now, if the caller's `visible` tokens admit it (permissions in the SQL)."""
+        with self.connections.borrowed() as conn:
+            row = conn.execute(sql.SQL("SELECT url, title, source, source_type, content, content_hash, metadata"
+                                       " FROM {} WHERE url = %s AND acl_tokens && %s::text[]")
+                               .format(table(self.db_schema, "documents")), (url, list(visible))).fetchone()
+        return document(row) if row is not None else None
 
     def close(self) -> None:
         self.connections.close()

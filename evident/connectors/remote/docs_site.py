@@ -21,6 +21,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import httpx
 from pydantic import BaseModel, Field
 
+from evident.citations.recheck import REVISION
 from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
 from evident.connectors.index.html_text import parse_html
 from evident.connectors.remote.crawled_page import decode_page, links_and_robots
@@ -334,6 +335,11 @@ class Crawler:
             return None, links
         record_url = self._page_id(target, page.canonical_url)
         metadata = dict(page.meta)
+        # The server's own revision of the page, kept with each citation of it (evident/connectors/revisions.py).
+        if resp_headers.get("etag"):
+            metadata[REVISION] = f"etag={resp_headers['etag']}"
+        elif resp_headers.get("last-modified"):
+            metadata[REVISION] = f"last-modified={resp_headers['last-modified']}"
         record = {
             "url": record_url, "title": page.title or record_url, "text": page.text,
             "source_type": page.source_type or self.settings.source_type, "metadata": metadata,

@@ -19,18 +19,22 @@ import logging
 import threading
 import time
 from typing import Any, Literal
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import httpx
 from langchain_core.documents import Document
 from pydantic import Field, PrivateAttr, SecretStr
 from selectolax.lexbor import LexborHTMLParser
 
-from evident.connectors.acl import is_anonymous
+from evident.alignment.models import SourceDocument
+from evident.citations.recheck import REVISION
+from evident.connectors.acl import coerce_principal, is_anonymous
+from evident.connectors.base import to_source_document
 from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
 from evident.connectors.index.fts_query import query_terms
 from evident.connectors.index.html_text import parse_html
 from evident.connectors.remote.base import RemoteRetriever
-from evident.connectors.remote.http import Flow, host, json_body, one_line
+from evident.connectors.remote.http import Flow, host, json_body, one_line, run_flow
 from evident.connectors.source import AccessReport, SourceFailure
 from evident.models import Principal
 
@@ -99,30 +103,75 @@ class MediaWikiRetriever(RemoteRetriever):
                 pages.update((yield from self._extracts(chunk)))
             else:
                 pages.update((yield from self._parsed(chunk)))
-        docs = []
-        for page_id in ids:
-            page = pages.get(page_id)
-            if page is None:
-                continue  # deleted or hidden between the search and the fetch
-            url, title, text = page.get("fullurl"), page.get("title"), page.get("text")
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")) or not isinstance(text, str):
-                continue
-            try:
-                validate_document_id(url)  # the index's rule for ids holds for live pages too
-            except DocumentIdError:
-                continue
-            if not text.strip():
-                continue
-            metadata: dict[str, Any] = {"pageid": page_id, "ns": page.get("ns", 0)}
-            for key in ("lastrevid", "touched"):
-                if key in page:
-                    metadata[key] = page[key]
-            if acl is not None:
-                metadata["acl"] = acl
-            docs.append(Document(page_content=text, metadata={
-                **metadata, "url": url, "title": str(title or ""), "source": self.source_name, "source_type": "wiki",
-            }))
-        return docs
+        # A page missing here was deleted or hidden between the search and the fetch.
+        found = (self._page_document(page_id, pages[page_id], acl) for page_id in ids if page_id in pages)
+        return [doc for doc in found if doc is not None]
+
+    def _page_document(self, page_id: int, page: dict[str, Any], acl: Any) -> Document | None:
+        """A fetched page as a document (None when it has no usable address or text); its revision is `revid=…`."""
+        url, title, text = page.get("fullurl"), page.get("title"), page.get("text")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")) or not isinstance(text, str):
+            return None
+        try:
+            validate_document_id(url)  # the index's rule for ids holds for live pages too
+        except DocumentIdError:
+            return None
+        if not text.strip():
+            return None
+        metadata: dict[str, Any] = {"pageid": page_id, "ns": page.get("ns", 0)}
+        for key in ("lastrevid", "touched"):
+            if key in page:
+                metadata[key] = page[key]
+        if isinstance(page.get("lastrevid"), int):
+            metadata[REVISION] = f"revid={page['lastrevid']}"
+        if acl is not None:
+            metadata["acl"] = acl
+        return Document(page_content=text, metadata={
+            **metadata, "url": url, "title": str(title or ""), "source": self.source_name, "source_type": "wiki",
+        })
+
+    # -- one page by its id, as the caller may read it now ---------------------------------------
+
+    def fetch_visible(self, url: str, *, principal: Principal | dict[str, Any] | None = None,
+                      policy: Any = None, revision: str = "") -> SourceDocument | None:
+        """The page at `url` as `principal` may read it now, or None: deleted, moved to another address, or
+        not readable by this caller (`check_read_rights`). The page is found by the revision a citation
+        names (`revid=…`: MediaWiki maps any revision to its page), else by the title in `url`."""
+        flow = self._fetch_flow(url, coerce_principal(principal), revision)
+        found = run_flow(flow, self._client.get(self._new_client))
+        return to_source_document(found) if found is not None else None
+
+    def _fetch_flow(self, url: str, principal: Principal | None, revision: str) -> Flow[Document | None]:
+        if self.username and not self._logged_in():
+            yield from self._login()
+        acl: Any = None
+        if self.check_read_rights:
+            if not (yield from self._may_read(principal, AccessReport())):
+                return None
+            acl = "public" if is_anonymous(principal) else {"users": [_wiki_user(principal, self.source_name)]}
+        revid = revision.removeprefix("revid=") if revision.startswith("revid=") else ""
+        if revid.isdigit():
+            params = {"revids": revid}
+        else:
+            title = title_in_url(url)
+            if not title:
+                return None
+            params = {"titles": title}
+        data = yield from self._api({"action": "query", "prop": "info", "inprop": "url", **params},
+                                    tolerate={"invalidtitle"})
+        query = data.get("query")
+        if not isinstance(query, dict) or "pages" not in query:
+            return None  # the revision is deleted with its page: the wiki lists it under `badrevids` only
+        pages = [p for p in _pages(data, self.api_url) if p.get("fullurl") == url]
+        if not pages:
+            return None
+        page_id = pages[0]["pageid"]
+        if self.text == "extracts":
+            texts = yield from self._extracts([page_id])
+        else:
+            texts = yield from self._parsed([page_id])
+        page = texts.get(page_id)
+        return self._page_document(page_id, page, acl) if page is not None else None
 
     def _search(self, terms: str) -> Flow[list[dict[str, Any]]]:
         """Full-text hits. Without `srwhat` most wikis search titles only (the default search backend);
@@ -331,6 +380,19 @@ class MediaWikiRetriever(RemoteRetriever):
 def _wiki_user(principal: Principal | None, source: str) -> str:
     assert principal is not None
     return (principal.ids.get(source) or principal.user).strip()
+
+
+def title_in_url(url: str) -> str:
+    """The page title in a page address: `?title=…`, else the path after the script or article path."""
+    parts = urlsplit(url)
+    named = parse_qs(parts.query).get("title")
+    if named:
+        return named[0].replace("_", " ")
+    path = unquote(parts.path)
+    for marker in ("/index.php/", "/wiki/"):
+        if marker in path:
+            return path.split(marker, 1)[1].replace("_", " ")
+    return ""
 
 
 def _api_error(data: dict[str, Any]) -> tuple[str, str] | None:

@@ -3,7 +3,7 @@
 import { append, clear, h, show } from "./dom.js";
 import { ACTIONS, otherSpans, plainAnswer, renderAnswer, renderSources, renderStatus,
   renderTrail, resetNumbers, showDocument, showError } from "./views.js";
-import { HttpError, ask, newThread, sendFeedback } from "./stream.js";
+import { HttpError, ask, newThread, recheckThread, sendFeedback } from "./stream.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "evident.token";
@@ -132,8 +132,52 @@ function onStep(node, update, current) {
   if (node === "verify" || node === "postprocess") renderTrail(state, openSpans);
 }
 
-/** Copy and feedback for one answer: `turn` holds its question, final state, thread and run. */
-function answerActions(turn) {
+const CHECKED = {
+  changed: "the quote is no longer in its source",
+  gone: "the source can no longer be read (deleted, or not visible to you)",
+  unchecked: "the source could not be asked",
+};
+
+/** The thread's re-check of this answer: the one whose citations are this answer's (same urls and spans). */
+function checksOf(result, citations) {
+  const key = (list) => JSON.stringify((list || []).map((c) => [c?.url, c?.spans]));
+  return (result?.answers || []).find((a) => key(a.checks) === key(citations))?.checks || null;
+}
+
+/** "Check sources again": each citation re-checked now; a chip whose quote no longer stands is marked stale. */
+function recheckButton(turn, answerEl, status) {
+  const button = h("button", { type: "button", class: "secondary small recheck" }, "Check sources again");
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    status.textContent = "Checking the sources…";
+    try {
+      const checks = checksOf(await recheckThread({ threadId: turn.threadId, token: $("token").value.trim() }),
+        turn.state.citations);
+      if (!checks) {
+        status.textContent = "This answer is no longer in the conversation's history.";
+        return;
+      }
+      const stale = checks.filter((c) => CHECKED[c.outcome]);
+      for (const chip of answerEl.querySelectorAll("button.chip[data-citation]")) {
+        const check = checks[Number(chip.dataset.citation)];
+        chip.classList.toggle("stale", Boolean(check && CHECKED[check.outcome]));
+        if (check && CHECKED[check.outcome]) chip.title = `Stale: ${CHECKED[check.outcome]}`;
+      }
+      status.textContent = stale.length ? `${stale.length} of ${checks.length} quotes no longer stand as cited: marked.`
+        : "Every quote still stands in its source.";
+    } catch (error) {
+      status.textContent = error instanceof HttpError ? `Not checked: ${error.detail || `HTTP ${error.status}`}.`
+        : "Not checked: the server cannot be reached.";
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return button;
+}
+
+/** Copy, feedback and re-check for one answer: `turn` holds its question, final state, thread and run;
+ * `answerEl`, where its chips are. */
+function answerActions(turn, answerEl) {
   const status = h("span", { class: "action-status", role: "status", "aria-live": "polite" });
   const copy = h("button", { type: "button", class: "secondary small copy" }, "Copy answer");
   copy.addEventListener("click", async () => {
@@ -146,6 +190,7 @@ function answerActions(turn) {
   });
   const bar = h("div", { class: "answer-actions" }, copy);
   if (!turn.runId || !turn.threadId) return append(bar, [status]);
+  if ((turn.state.citations || []).length) bar.append(recheckButton(turn, answerEl, status));
   const up = h("button", { type: "button", class: "secondary small vote", "data-score": 1, "aria-pressed": "false" }, "Helpful");
   const down = h("button", { type: "button", class: "secondary small vote", "data-score": 0, "aria-pressed": "false" }, "Not helpful");
   const comment = h("input", { type: "text", class: "comment", maxlength: MAX_COMMENT, "aria-label": "Comment (optional)",
@@ -208,7 +253,7 @@ function renderHistory() {
     list.append(h("li", { class: "turn" },
       h("p", { class: "turn-question bubble question" }, turn.question),
       answer,
-      turn.state.status === "error" ? null : answerActions(turn)));
+      turn.state.status === "error" ? null : answerActions(turn, answer)));
   }
   show($("history-panel"), conversation.turns.length > 0);
 }
@@ -244,7 +289,7 @@ function finish(final, turn) {
     const refused = final.status === "insufficient" || String(final.answer || "").trim() === REFUSAL
       || !(final.citations || []).length;
     show($("machine-note"), !refused);
-    $("answer-actions").replaceChildren(answerActions(turn));
+    $("answer-actions").replaceChildren(answerActions(turn, $("answer")));
   }
   if (final.standalone_query && final.rewrite?.rewritten_by && final.rewrite.rewritten_by !== "none") {
     $("asked-as").textContent = `Answered as: ${final.standalone_query}`;

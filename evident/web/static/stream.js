@@ -113,6 +113,15 @@ export async function sendFeedback({ threadId, runId, score, comment, token }) {
   return response.json();
 }
 
+/** Re-checks the citations of the thread's answers against the sources now (evident/web/recheck.py). */
+export async function recheckThread({ threadId, token }) {
+  const response = await fetch(`threads/${encodeURIComponent(threadId)}/recheck`, {
+    method: "POST", headers: headersFor(token, "application/json"), credentials: "omit",
+  });
+  if (!response.ok) throw new HttpError(response.status, await detailOf(response));
+  return response.json();
+}
+
 /**
  * Asks `question` on the thread `threadId`; calls `on.run(runId)` when the server names the run,
  * `on.step(node, update, state)` for every finished step; resolves to the final state. Throws HttpError when

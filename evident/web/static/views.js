@@ -269,7 +269,10 @@ export function showDocument(state, url, { active = [], others = [], caption = "
   others = intoShown(doc, url, others);
   $("doc-title").textContent = doc.title || doc.url;
   const n = documentNumbers(state).get(doc.url) ?? documentNumbers(state).get(url);
-  append(clear($("doc-meta")), [n ? `Source ${n} · ` : "", link(doc.url), doc.source ? ` · from ${doc.source}` : ""]);
+  // The revision the citations are pinned to (docs/revisions.md), so a reader can open that version.
+  const revision = typeof doc.metadata?.revision === "string" ? doc.metadata.revision : "";
+  append(clear($("doc-meta")), [n ? `Source ${n} · ` : "", link(doc.url), doc.source ? ` · from ${doc.source}` : "",
+    revision ? ` · revision ${revision}` : ""]);
   $("doc-cited").textContent = caption;
   show($("doc-panel"));
   const marks = renderDocument($("doc-text"), doc.content, active, others);
