@@ -67,7 +67,8 @@ class EvidentMethod:
             return MethodRecord(key=key, query_id=query_id, method="evident", outcome="error",
                                 reason=f"{type(exc).__name__}: {exc}")
         answer = state.get("answer", "")
-        facts = [CitedFact(sentence=c.sentence, url=c.url, quote=c.quote) for c in state.get("citations") or []]
+        facts = [CitedFact(sentence=c.sentence, url=c.url, quote=c.quote, heading_path=c.heading_path)
+                 for c in state.get("citations") or []]
         outcome: Outcome = "error" if state.get("status") == "error" else answer_outcome(answer)
         errors = [f"{e.source}: {e.message}" for e in state.get("model_errors") or []]
         return MethodRecord(

@@ -1,0 +1,69 @@
+"""Heading paths read from a document's text: Markdown levels, plain-text title lines, HTML definitions."""
+
+from __future__ import annotations
+
+from evident.alignment.models import SourceDocument
+from evident.alignment.outline import document_path, heading_path, outline, show_path
+from evident.connectors.index.html_text import parse_html
+
+MARKDOWN = """\
+# Leave policy
+
+Intro text for everyone.
+
+## Parental leave
+
+Parents get 16 weeks.
+
+### Adoption
+
+Adopting parents get the same.
+
+## Sick leave
+
+Tell your manager on the first day.
+"""
+
+
+def test_markdown_levels_nest_and_a_sibling_closes_its_section() -> None:
+    assert heading_path(MARKDOWN, MARKDOWN.index("Adopting"), "Leave") == ["Leave", "Leave policy", "Parental leave",
+                                                                            "Adoption"]
+    # "Sick leave" is a sibling of "Parental leave": "Adoption" is closed with it.
+    assert heading_path(MARKDOWN, MARKDOWN.index("Tell your"), "Leave") == ["Leave", "Leave policy", "Sick leave"]
+    assert heading_path(MARKDOWN, MARKDOWN.index("Intro"), "") == ["Leave policy"]
+
+
+def test_a_heading_is_not_above_itself_and_the_title_is_not_repeated() -> None:
+    for start in (MARKDOWN.index("## Sick"), MARKDOWN.index("Sick leave")):  # a quote starts at the heading's words
+        assert heading_path(MARKDOWN, start, "Leave policy") == ["Leave policy"]
+    assert heading_path(MARKDOWN, MARKDOWN.index("Parents"), "Company: Leave Policy") == [
+        "Company: Leave Policy", "Parental leave"]
+
+
+def test_plain_text_title_line_and_unmarked_section_lines() -> None:
+    text = ("Renewing your licence\n\nYou can renew online.\n\nFees\n\nThe fee is 40 dollars.\n\n"
+            "Deadlines\n\nRenew before it expires.")
+    assert [h.level for h in outline(text)] == [1, 2, 2]
+    assert heading_path(text, text.index("The fee"), "DMV") == ["DMV", "Renewing your licence", "Fees"]
+    assert heading_path(text, text.index("Renew before"), "DMV") == ["DMV", "Renewing your licence", "Deadlines"]
+
+
+def test_a_definition_term_names_its_description_not_its_neighbours() -> None:
+    page = parse_html(
+        "<html><head><title>Connections</title></head><body><main><h1>Connections</h1>"
+        "<h2>Connection Settings</h2><p>These settings control connections.</p><dl>"
+        "<dt><code>max_connections</code> (integer)</dt><dd><p>The maximum number.</p>"
+        "<p>The default is typically 100 connections.</p></dd>"
+        "<dt><code>superuser_reserved_connections</code> (integer)</dt><dd><p>Slots kept for superusers.</p>"
+        "<p>The default value is three connections.</p></dd></dl><h2>Security</h2><p>Use TLS.</p></main></body></html>"
+    )
+    doc = SourceDocument(url="pg", title=page.title, content=page.text)
+    three = page.text.index("The default value is three")
+    assert document_path(doc, [(three, three + 10)]) == [
+        "Connections", "Connection Settings", "superuser_reserved_connections (integer)"]
+    hundred = page.text.index("The default is typically")
+    assert document_path(doc, [(hundred, hundred + 5)])[-1] == "max_connections (integer)"
+    tls = page.text.index("Use TLS")
+    assert document_path(doc, [(tls, tls + 3)]) == ["Connections", "Security"]
+    assert document_path(doc, []) == []
+    assert show_path(["A", "B"]) == "A › B"
