@@ -31,12 +31,14 @@ _MAX_LEVEL = 6
 
 @dataclass(frozen=True)
 class Heading:
-    """One heading of a text: where its line starts and ends, its level (1 = top) and its words."""
+    """One heading of a text: where its line starts and ends, its level (1 = top), its words, and whether
+    it is a Markdown heading (`marked`) rather than a short line standing alone."""
 
     start: int
     end: int
     level: int
     text: str
+    marked: bool = False
 
 
 def is_section_heading(text: str, start: int, end: int, kind: Kind) -> bool:
@@ -69,10 +71,15 @@ def outline(text: str) -> tuple[Heading, ...]:
         if kind == "heading":
             marked = min(_MAX_LEVEL, len(raw) - len(raw.lstrip("#")))
             level = marked
+            last = out[-1] if out else None
+            if last is not None and last.level == level and last.marked and not text[last.end : start].strip():
+                # Two names over one text, as a definition list gives them ("-f <file>", "--file <file>").
+                out[-1] = Heading(last.start, end, level, f"{last.text}, {words}", marked=True)
+                continue
         else:
             # A plain text's first line is its title: the headings after it sit below it.
             level = min(_MAX_LEVEL, marked + 1) if marked else 1 if n == 0 else 2
-        out.append(Heading(start, end, level, words))
+        out.append(Heading(start, end, level, words, marked=kind == "heading"))
     return tuple(out)
 
 
@@ -83,8 +90,8 @@ def _folded(text: str) -> str:
 def heading_path(text: str, offset: int, title: str = "") -> list[str]:
     """The path of the place `offset` in `text`: `title` (when given), then each heading above it, outermost
     first (a quote that starts with a heading sits where that heading does: under its parents). The text's
-    top heading is left out when the title already says it ("Connection Settings" under the title
-    "PostgreSQL: Connection Settings")."""
+    top heading is left out when it and the title say the same ("Connection Settings" under the title
+    "PostgreSQL: Connection Settings", "git-config(1) Manual Page" under "git-config(1)")."""
     headings = outline(text)
     above = headings[: bisect_left([h.start for h in headings], offset + 1)]
     stack: list[Heading] = []
@@ -96,7 +103,7 @@ def heading_path(text: str, offset: int, title: str = "") -> list[str]:
         stack.append(h)
     path = [h.text for h in stack]
     name = " ".join(title.split())
-    if name and path and _folded(path[0]) in _folded(name):
+    if name and path and (_folded(path[0]) in _folded(name) or _folded(name) in _folded(path[0])):
         path = path[1:]
     return [name, *path] if name else path
 

@@ -26,10 +26,10 @@ Tell your manager on the first day.
 
 
 def test_markdown_levels_nest_and_a_sibling_closes_its_section() -> None:
-    assert heading_path(MARKDOWN, MARKDOWN.index("Adopting"), "Leave") == ["Leave", "Leave policy", "Parental leave",
+    assert heading_path(MARKDOWN, MARKDOWN.index("Adopting"), "HR") == ["HR", "Leave policy", "Parental leave",
                                                                             "Adoption"]
     # "Sick leave" is a sibling of "Parental leave": "Adoption" is closed with it.
-    assert heading_path(MARKDOWN, MARKDOWN.index("Tell your"), "Leave") == ["Leave", "Leave policy", "Sick leave"]
+    assert heading_path(MARKDOWN, MARKDOWN.index("Tell your"), "HR") == ["HR", "Leave policy", "Sick leave"]
     assert heading_path(MARKDOWN, MARKDOWN.index("Intro"), "") == ["Leave policy"]
 
 
@@ -64,6 +64,17 @@ def test_a_definition_term_names_its_description_not_its_neighbours() -> None:
     hundred = page.text.index("The default is typically")
     assert document_path(doc, [(hundred, hundred + 5)])[-1] == "max_connections (integer)"
     tls = page.text.index("Use TLS")
+    assert heading_path(page.text, page.text.index("These settings"), "Connections") == [
+        "Connections", "Connection Settings"]  # the page's h1 says what its title says: once
     assert document_path(doc, [(tls, tls + 3)]) == ["Connections", "Security"]
     assert document_path(doc, []) == []
     assert show_path(["A", "B"]) == "A › B"
+
+
+def test_terms_over_one_description_are_one_step_and_code_is_never_a_heading() -> None:
+    page = parse_html(
+        "<main><h2>OPTIONS</h2><dl><dt>-f &lt;file&gt;</dt><dt>--file &lt;file&gt;</dt><dd>Use the given file.</dd>"
+        "</dl><h2>EXAMPLES</h2><pre># not a heading\n[core]</pre><p>Sets the mode.</p></main>"
+    ).text
+    assert heading_path(page, page.index("Use the given"), "git") == ["git", "OPTIONS", "-f <file>, --file <file>"]
+    assert heading_path(page, page.index("Sets the mode"), "git") == ["git", "EXAMPLES"]

@@ -220,6 +220,10 @@ def test_html_without_main_uses_articles_or_body_and_falls_back(tmp_path: Path) 
          "<table><tr><td><h5>Cell</h5></td><td>x</td></tr></table></main>",
          "## Options\n\n### --force\n\nOverwrite files.\n\nOff by default.\n\n### --quiet\n\nPrint nothing.\n\n"
          "#### -qq\n\nNot even errors.\n\nAfter the list.\n\n### Notes\n\nItem title\nItem text\n\nCell | x"),
+        # Preformatted text is fenced: its "# comment" line is code, not a heading; an empty one is nothing.
+        ("<main><p>Given:</p><pre>#\n# comment\n[core]\n  x = 1\n</pre><pre> </pre><p>After.</p>"
+         "<table><tr><td><pre>a\nb</pre></td></tr></table></main>",
+         "Given:\n\n```\n#\n# comment\n[core]\n  x = 1\n```\n\nAfter.\n\na b"),
     ],
 )
 def test_html_structure_as_text(tmp_path: Path, html: str, text: str) -> None:
