@@ -14,18 +14,21 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from evident.alignment.models import SourceDocument
 from evident.alignment.sentences import Kind, split_units, strip_marker
 
 __all__ = [
-    "HEADING_WORDS", "PATH_SEPARATOR", "Heading", "document_path", "heading_path", "is_section_heading", "outline",
-    "show_path",
+    "HEADING_WORDS", "PATH_SEPARATOR", "SECTION_OUTLINE", "Heading", "document_path", "heading_path", "headings_above",
+    "is_section_heading", "outline", "section_outline", "show_path",
 ]
 
 # Past this many words a line is a paragraph, not a heading.
 HEADING_WORDS = 16
 PATH_SEPARATOR = " › "
+# The metadata key of a section's `section_outline` (evident.connectors.index.sections).
+SECTION_OUTLINE = "section_outline"
 _MAX_LEVEL = 6
 
 
@@ -87,30 +90,60 @@ def _folded(text: str) -> str:
     return " ".join(text.casefold().split()).rstrip(":")
 
 
-def heading_path(text: str, offset: int, title: str = "") -> list[str]:
-    """The path of the place `offset` in `text`: `title` (when given), then each heading above it, outermost
-    first (a quote that starts with a heading sits where that heading does: under its parents). The text's
-    top heading is left out when it and the title say the same ("Connection Settings" under the title
-    "PostgreSQL: Connection Settings", "git-config(1) Manual Page" under "git-config(1)")."""
+def headings_above(text: str, offset: int) -> list[Heading]:
+    """The headings `offset` sits under in `text`, outermost first (see `heading_path`)."""
     headings = outline(text)
-    above = headings[: bisect_left([h.start for h in headings], offset + 1)]
     stack: list[Heading] = []
-    for h in above:
+    for h in headings[: bisect_left([h.start for h in headings], offset + 1)]:
         while stack and stack[-1].level >= h.level:
             stack.pop()
         if h.end > offset:
             break  # the heading at `offset` itself
         stack.append(h)
-    path = [h.text for h in stack]
+    return stack
+
+
+def heading_path(text: str, offset: int, title: str = "", above: Sequence[Sequence[Any]] = ()) -> list[str]:
+    """The path of the place `offset` in `text`: `title` (when given), then each heading above it, outermost
+    first (a quote that starts with a heading sits where that heading does: under its parents). The text's
+    top heading is left out when it and the title say the same ("Connection Settings" under the title
+    "PostgreSQL: Connection Settings", "git-config(1) Manual Page" under "git-config(1)").
+
+    `above`: for a text that is a section of a larger document (`SECTION_OUTLINE` in its metadata), the
+    `[level, words]` of the headings its start sits under in the whole document; the section's own
+    headings nest under them by level (a short line standing alone, one level below the last)."""
+    stack = [Heading(-1, -1, int(level), str(words), marked=True) for level, words in above]
+    deepest = stack[-1].level if stack else 0
+    seen_marked = False
+    for h in headings_above(text, offset) if stack else []:
+        seen_marked = seen_marked or h.marked
+        level = h.level if seen_marked else min(_MAX_LEVEL, deepest + 1)
+        while stack and stack[-1].level >= level:
+            stack.pop()
+        stack.append(Heading(h.start, h.end, level, h.text, h.marked))
+    path = [h.text for h in (stack if above else headings_above(text, offset))]
     name = " ".join(title.split())
     if name and path and (_folded(path[0]) in _folded(name) or _folded(name) in _folded(path[0])):
         path = path[1:]
     return [name, *path] if name else path
 
 
+def section_outline(text: str, start: int) -> list[list[Any]]:
+    """What a section of `text` starting at `start` stores as `SECTION_OUTLINE`: `[level, words]` of
+    the headings above its start."""
+    return [[h.level, h.text] for h in headings_above(text, start)]
+
+
 def document_path(doc: SourceDocument, spans: Sequence[tuple[int, int]]) -> list[str]:
-    """The heading path of the text at `spans` (their first) in `doc`, under its title; [] without spans."""
-    return heading_path(doc.content, spans[0][0], doc.title) if spans else []
+    """The heading path of the text at `spans` (their first) in `doc`, under its title; [] without spans.
+    A section of a larger document knows the headings above its start (`SECTION_OUTLINE`)."""
+    if not spans:
+        return []
+    stored = doc.metadata.get(SECTION_OUTLINE)
+    above: list[list[Any]] = stored if isinstance(stored, list) else []
+    if not all(isinstance(a, list) and len(a) == 2 for a in above):
+        above = []
+    return heading_path(doc.content, spans[0][0], doc.title, above)
 
 
 def show_path(path: Sequence[str]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from evident.alignment.models import SourceDocument
 from evident.alignment.outline import document_path, heading_path, outline, show_path
 from evident.connectors.index.html_text import parse_html
+from evident.connectors.index.sections import split_sections
 
 MARKDOWN = """\
 # Leave policy
@@ -78,3 +79,15 @@ def test_terms_over_one_description_are_one_step_and_code_is_never_a_heading() -
     ).text
     assert heading_path(page, page.index("Use the given"), "git") == ["git", "OPTIONS", "-f <file>, --file <file>"]
     assert heading_path(page, page.index("Sets the mode"), "git") == ["git", "EXAMPLES"]
+
+
+def test_a_section_of_a_large_document_keeps_the_headings_above_its_start() -> None:
+    body = "".join(f"## Part {n}\n\n" + f"Part {n} says something useful here. " * 8 + "\n\n" for n in range(6))
+    text = "# Manual\n\n" + body + "### Deep\n\nThe deep fact is here.\n\nAfter it, more text of the deep part follows."
+    doc = SourceDocument(url="m", title="Manual", content=text)
+    sections = split_sections(doc, 400)
+    last = sections[-1]
+    assert len(sections) > 2 and last.metadata["section_outline"]
+    offset = last.content.index("After it")
+    assert document_path(last, [(offset, offset + 1)])[1:] == document_path(doc, [(text.index("After it"), 0)])[1:]
+    assert document_path(last, [(offset, offset + 1)])[-2:] == ["Part 5", "Deep"]
