@@ -58,6 +58,9 @@ class Citation(BaseModel):
     passage_ids: list[str] = Field(default_factory=list)
     spans: list[tuple[int, int]] = Field(default_factory=list)
     quote: str = ""
+    heading_path: list[str] = Field(
+        default_factory=list, description="the document's title and the headings (a definition's term "
+        "last) the quote sits under, outermost first; context for the quote, never part of it")
     span_base: Literal["document", "chunk"] = Field(
         "document", description="what `spans` are offsets into: the document's text, or only the retrieved "
         "chunk's (a chunked retriever that gave neither the chunk's start_index nor the whole document)")

@@ -90,6 +90,9 @@ class AlignmentDecision(BaseModel):
         default_factory=list, description="where the passage differs from the quote, in passage order")
     reason: str = ""
     content: str = Field("", description="the passage text as the extractor gave it")
+    heading_path: list[str] = Field(
+        default_factory=list, description="the title and headings the quote sits under, outermost first "
+        "(evident.alignment.outline); context for the quote, never part of it")
 
     @property
     def verified(self) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from evident.alignment import AlignmentDecision, IndexCache, SourceDocument, align, overlap_n, quote_of
+from evident.alignment.outline import document_path
 from evident.models import Citation
 
 # A bracketed absolute URL ("[https://…]", "[file:///…]") is a citation even when no retrieved
@@ -264,7 +265,8 @@ def resolve_citation(
         row_spans = sorted({span for row in rows for span in row.spans})
         return Citation(sentence=sentence, url=url, spans=row_spans,
                         passage_ids=list(dict.fromkeys(p for row in rows for p in row.passage_ids)),
-                        quote=quote_of(page.content, row_spans) if page is not None else "")
+                        quote=quote_of(page.content, row_spans) if page is not None else "",
+                        heading_path=document_path(page, row_spans) if page is not None else [])
     m = measure or NgramSupport(n, threshold)
     doc = next((d for d in documents if d.url == url), None)
     mine = [d for d in verified if d.url == url]
@@ -294,7 +296,7 @@ def resolve_citation(
             spans = list(supporting[0].spans)
     quote = quote_of(doc.content, spans) if doc is not None else ""
     return Citation(sentence=sentence, url=url, passage_ids=[d.passage_id for d in supporting],
-                    spans=spans, quote=quote)
+                    spans=spans, quote=quote, heading_path=document_path(doc, spans) if doc is not None else [])
 
 
 def apply_glossary(lines: Sequence[Line], glossary: dict[str, str]) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 from rich.table import Table
 
+from evident.alignment.outline import show_path
 from evident.commands.common import safe_text, span_notation
 
 if TYPE_CHECKING:
@@ -93,7 +94,8 @@ def invoke(
 
 
 def citations_table(citations: list[dict[str, Any]]) -> Any:
-    """Each citation's URL, character spans and the exact source text (markup and control characters escaped)."""
+    """Each citation's URL, character spans and the exact source text (markup and control characters escaped),
+    under the heading path it sits in (dimmed: context, not part of the quote)."""
     table = Table(title="Citations", show_lines=True, expand=False)
     for col in ("#", "url", "spans", "source text"):
         table.add_column(col, overflow="fold")
@@ -101,5 +103,8 @@ def citations_table(citations: list[dict[str, Any]]) -> Any:
         spans = span_notation(c["spans"])
         if c.get("span_base") == "chunk":  # a chunked retriever gave no position in the document
             spans += " in chunk"
-        table.add_row(str(i), escape(safe_text(c["url"])), escape(spans), escape(safe_text(c["quote"])))
+        quote = escape(safe_text(c["quote"]))
+        if c.get("heading_path"):
+            quote = f"[dim]{escape(safe_text(show_path(c['heading_path'])))}[/dim]\n{quote}"
+        table.add_row(str(i), escape(safe_text(c["url"])), escape(spans), quote)
     return table

@@ -69,7 +69,8 @@ class EvidentMethod:
                                 reason=f"{type(exc).__name__}: {exc}")
         answer = state.get("answer", "")
         citations = read(Citation, state.get("citations"))
-        facts = [CitedFact(sentence=c.sentence, url=c.url, quote=c.quote) for c in citations]
+        facts = [CitedFact(sentence=c.sentence, url=c.url, quote=c.quote, heading_path=c.heading_path)
+                 for c in citations]
         outcome: Outcome = "error" if state.get("status") == "error" else answer_outcome(answer)
         errors = [f"{e.source}: {e.message}" for e in read(SourceError, state.get("model_errors"))]
         return MethodRecord(

@@ -32,11 +32,12 @@ class RetrievalRecord(BaseModel):
 
 class CitedFact(BaseModel):
     """One cited statement: the answer text before a citation, the cited URL, and (EvidenT, bm25)
-    the exact source text the citation resolves to."""
+    the exact source text the citation resolves to, under its heading path (EvidenT)."""
 
     sentence: str
     url: str
     quote: str = ""
+    heading_path: list[str] = Field(default_factory=list)
 
 
 class MethodRecord(BaseModel):

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from evident.alignment import drops
 from evident.alignment.models import SourceDocument
+from evident.alignment.outline import heading_path
 from evident.context import EvidentContext, environment_value
 from evident.llm.models import reply_cap
 
@@ -142,14 +143,16 @@ def split_document(doc: SourceDocument, budget: int, count: TokenCounter) -> lis
     """`doc` as one or more parts of at most `budget` tokens each, cut at paragraph boundaries if possible.
 
     Each part keeps the document's URL and its text is an exact substring of the document, so a
-    passage copied from a part verifies against the whole document.
+    passage copied from a part verifies against the whole document; its `heading_path` metadata names
+    the headings its text starts under (they may lie in an earlier part).
     """
     ranges = _pieces(doc.content, 0, len(doc.content), budget, count, 0)
     if len(ranges) <= 1:
         return [doc]
     return [
         doc.model_copy(update={"content": doc.content[a:b], "content_hash": "",
-                               "metadata": {**doc.metadata, "part": i + 1, "parts": len(ranges), "offset": a}})
+                               "metadata": {**doc.metadata, "part": i + 1, "parts": len(ranges), "offset": a,
+                                            "heading_path": heading_path(doc.content, a, doc.title)}})
         for i, (a, b) in enumerate(ranges)
     ]
 

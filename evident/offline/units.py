@@ -8,12 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from evident.alignment.outline import is_section_heading
 from evident.alignment.sentences import Kind, is_noise, split_units
 from evident.offline.terms import content_keys, pairs, unit_terms
 
-__all__ = [
-    "CHROME_EDGE", "CHROME_PAGES", "COPY_MIN_WORDS", "Doc", "Unit", "analyse", "analyse_pages", "is_section_heading",
-]
+__all__ = ["CHROME_EDGE", "CHROME_PAGES", "COPY_MIN_WORDS", "Doc", "Unit", "analyse", "analyse_pages"]
 
 _BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
@@ -45,23 +44,6 @@ class Unit:
 class Doc:
     units: tuple[Unit, ...]
     terms: frozenset[str]
-
-
-# Past this many words a line is a paragraph, not a heading.
-HEADING_WORDS = 16
-
-
-def is_section_heading(text: str, start: int, end: int, kind: Kind) -> bool:
-    """A Markdown heading, or a short line standing alone that does not end like a sentence (the
-    headings of HTML-extracted pages; a FAQ's question counts, its answer follows)."""
-    if kind == "heading":
-        return True
-    if kind != "prose" or text[start:end].rstrip().endswith((".", "!", ":", ";", ",")):
-        return False
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    alone = not text[line_start:start].strip() and not text[end : len(text) if line_end < 0 else line_end].strip()
-    return alone and len(text[start:end].split()) <= HEADING_WORDS
 
 
 @lru_cache(maxsize=256)

@@ -76,8 +76,11 @@ GENERATION_SYSTEM = (
     """\
 You answer questions from a company's employees using only the evidence passages below. Each \
 passage was copied word for word from a company document and checked against it. Every passage \
-gives the document's URL (documentUrl), its title and source type (documentMetadata) and the \
-passage text (documentContent). Stay close to the wording of the passages.
+gives the document's URL (documentUrl), its title and source type (documentMetadata), the \
+headings the passage sits under (headingPath: the title, then each section, a reference entry's \
+term last), and the passage text (documentContent). A passage states a fact about the subject its \
+heading path names: a value or rule stated under one entry is that entry's, never another's. Stay \
+close to the wording of the passages.
 
 """
     + category_rules("[documentUrl]", "[first_documentUrl][second_documentUrl]")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evident.alignment.models import AlignmentDecision, SourceDocument
+from evident.alignment.outline import show_path
 
 
 def source_type_of(doc: SourceDocument) -> str:
@@ -16,12 +17,16 @@ def source_type_of(doc: SourceDocument) -> str:
 
 
 def render_document(doc: SourceDocument) -> str:
-    """One retrieved document (or part of one) with its URL and source type, for extraction."""
+    """One retrieved document (or part of one) with its URL and source type, for extraction; a part of a
+    long document (`evident.llm.batching.split_document`) with the headings its text starts under."""
+    path = doc.metadata.get("heading_path")
+    section = f"section: {show_path(path)}\n" if isinstance(path, list) and len(path) > 1 else ""
     return (
         "<document>\n"
         f"url: {doc.url}\n"
         f"source_type: {source_type_of(doc)}\n"
         f"title: {doc.title}\n"
+        f"{section}"
         "content:\n"
         f"{doc.content}\n"
         "</document>"
@@ -39,7 +44,7 @@ def render_numbered_documents(docs: Sequence[SourceDocument]) -> str:
 
 def render_passages(passages: Sequence[AlignmentDecision], documents: Sequence[SourceDocument]) -> str:
     """Verified passages for answer generation: the source's own text (the quote), with its URL,
-    title and source type under the field names the generation prompt refers to."""
+    title, source type and heading path under the field names the generation prompt refers to."""
     by_url = {d.url: d for d in documents}
     blocks: list[str] = []
     for p in passages:
@@ -50,6 +55,7 @@ def render_passages(passages: Sequence[AlignmentDecision], documents: Sequence[S
             "<passage>\n"
             f"documentUrl: {p.url}\n"
             f'documentMetadata: title="{title}"; source_type="{kind}"\n'
+            f"headingPath: {show_path(p.heading_path) if p.heading_path else title}\n"
             "documentContent:\n"
             f"{p.quote or p.content}\n"
             "</passage>"

@@ -207,6 +207,10 @@ def test_a_chip_opens_the_cited_span_highlighted_and_in_view(served: DevServer, 
     # A click opens the first citation's document with its spans highlighted and in view.
     chips.nth(0).click()
     check_highlight(page, state, int(chips.nth(0).get_attribute("data-citation") or -1))
+    # Above the highlighted quote, the headings it sits under.
+    path = state["citations"][int(chips.nth(0).get_attribute("data-citation") or -1)]["heading_path"]
+    assert len(path) >= 2
+    expect(page.locator("#doc-path")).to_have_text(" › ".join(path))
     page.screenshot(path=tmp_path / "answer-desktop.png")
 
     # The keyboard: Tab reaches a chip, its focus is visible, Enter opens its citation.

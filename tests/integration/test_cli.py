@@ -47,16 +47,21 @@ def test_ask_json_shape(index_file: Path, examples: Path) -> None:
     retrieved = {r["url"] for r in out["retrieved"]}
     assert all(set(r) >= {"url", "title", "source"} for r in out["retrieved"])
     for c in out["citations"]:
-        assert set(c) == {"sentence", "url", "passage_ids", "spans", "quote", "span_base", "content_hash", "revision"}
+        assert set(c) == {"sentence", "url", "passage_ids", "spans", "quote", "heading_path", "span_base",
+                          "content_hash", "revision"}
         assert c["content_hash"] and c["revision"].startswith("mtime_ns=")  # docs/revisions.md
         assert c["span_base"] == "document"  # the embedded index stores whole documents
         assert c["url"] in retrieved and c["spans"] and c["passage_ids"]
+    # The quote that answers, under the page's title and the section it is in.
+    answer = next(c for c in out["citations"] if "within 30 days of the trip" in c["quote"])
+    assert answer["heading_path"] == ["Travel and Expense Policy", "9. Submitting expenses"]
 
 
 def test_ask_human_output_shows_spans(index_file: Path, examples: Path) -> None:
     proc = run("ask", Q, "--corpus", str(examples), "--index", str(index_file))
     assert proc.returncode == 0, proc.stderr
     assert "Citations" in proc.stdout and "30 days" in proc.stdout
+    assert " › " in proc.stdout  # a heading path above a quote
     assert "[" in proc.stdout and ":" in proc.stdout
 
 

@@ -96,6 +96,26 @@ def test_weak_evidence_is_answered_with_the_preface(tmp_path: Path) -> None:
     assert sure["answer"].startswith("Employees get 25 days")
 
 
+def test_quotes_carry_their_heading_path(tmp_path: Path) -> None:
+    # The sentence that answers says "The default value is three connections." and nothing of what it is
+    # about: its heading path (the page, the section, the entry's term) says it, in the passage and citation.
+    (tmp_path / "settings.html").write_text(
+        "<html><head><title>Server settings</title></head><body><main><h1>Server settings</h1>"
+        "<h2>Connections</h2><dl><dt>max_connections</dt><dd><p>How many clients may connect at once.</p>"
+        "<p>The default value is one hundred connections.</p></dd><dt>reserved_connections</dt>"
+        "<dd><p>Slots kept for administrators.</p><p>The default value is three connections.</p></dd></dl>"
+        "<h2>Logging</h2><p>Logs are written to the data directory every day.</p></main></body></html>"
+    )
+    out = graph.invoke({"query": "What is the default of reserved_connections?"},
+                       context=_ctx(tmp_path, embeddings="none"))
+    _check_grounded(out)
+    three = [c for c in out["citations"] if "three connections" in c.quote]
+    assert three, out["answer"]
+    assert three[0].heading_path == ["Server settings", "Connections", "reserved_connections"]
+    assert all(c.heading_path[:2] == ["Server settings", "Connections"] for c in out["citations"])
+    assert all(d.heading_path and d.heading_path[0] == "Server settings" for d in out["verified"])
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [("", "empty"), ("   \n\t ", "empty"), ("x" * 100_000, "too long")],

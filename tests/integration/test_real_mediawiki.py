@@ -134,7 +134,7 @@ def test_parse_mode_gives_clean_text(wiki: RealMediaWiki) -> None:
     docs = retriever(wiki, text="parse", k=5).invoke("incident commander scribe")
     incident = docs[0]
     assert incident.metadata["title"] == "Incident process"
-    assert incident.page_content == ("Declare an incident in the #incidents channel.\n\nRoles\n\n"
+    assert incident.page_content == ("Declare an incident in the #incidents channel.\n\n## Roles\n\n"
                                      "The incident commander owns communication.\nThe scribe keeps the timeline.")
 
 

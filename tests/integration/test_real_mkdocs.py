@@ -84,10 +84,10 @@ def test_sitemap_crawl_obeys_longest_match_robots(site: Site) -> None:
     assert "/internal/signing-keys/" not in site.paths()
     install = next(r for r in result.records if r["url"].endswith("/install/"))
     assert install["title"] == "Installing Flow - Tessellate Flow"
-    # Headings without their ¶ permalinks; navigation left out; inline code kept as text.
+    # Headings as Markdown headings without their ¶ permalinks; navigation left out; inline code kept as text.
     assert install["text"] == (
-        "Installing Flow\n\nRequirements\n\nFlow needs Python 3.11 or newer and a PostgreSQL 15 database.\n\n"
-        "Install\n\nInstall Flow on every node with pip install tessellate-flow. The installer creates the flow "
+        "# Installing Flow\n\n## Requirements\n\nFlow needs Python 3.11 or newer and a PostgreSQL 15 database.\n\n"
+        "## Install\n\nInstall Flow on every node with pip install tessellate-flow. The installer creates the flow "
         "system user and the /var/lib/flow data folder."
     )
     assert all("¶" not in r["text"] for r in result.records)

@@ -91,11 +91,11 @@ def passages_reply(*items: tuple[str, str], **kw: Any) -> Reply:
 # -- an echo model: quotes the documents it is shown ----------------------------------------------
 
 _DOC = re.compile(
-    r"<document>\nurl: (?P<url>[^\n]*)\nsource_type: [^\n]*\ntitle: [^\n]*\ncontent:\n"
+    r"<document>\nurl: (?P<url>[^\n]*)\nsource_type: [^\n]*\ntitle: [^\n]*\n(?:section: [^\n]*\n)?content:\n"
     r"(?P<content>.*?)\n</document>", re.S,
 )
 _PASSAGE = re.compile(
-    r"<passage>\ndocumentUrl: (?P<url>[^\n]*)\ndocumentMetadata: [^\n]*\ndocumentContent:\n"
+    r"<passage>\ndocumentUrl: (?P<url>[^\n]*)\ndocumentMetadata: [^\n]*\n(?:headingPath: [^\n]*\n)?documentContent:\n"
     r"(?P<content>.*?)\n</passage>", re.S,
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]")

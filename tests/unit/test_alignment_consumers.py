@@ -10,8 +10,9 @@ from evident.alignment import IndexCache, SourceDocument, align
 from evident.citations.answer import check_answer, parse_answer, render_answer, resolve_citation
 from evident.citations.support import GeneratedSentenceSupport
 from evident.graph.tracing import describe, summarize
+from evident.llm.batching import approx_counter, split_document
 from evident.offline.composer import compose_answer
-from evident.prompts.render import render_passages
+from evident.prompts.render import render_document, render_passages
 
 URL = "https://help.example/fees"
 PAGE = ("# Fees\n\nThe refund processing fee is 40 USD for every annual plan that is cancelled early. "
@@ -58,6 +59,20 @@ def test_citations_point_into_the_source() -> None:
     citation = resolve_citation(sentence, URL, [d], [SourceDocument(url=URL, content=PAGE)], n=5, threshold=0.7)
     assert citation.passage_ids == ["p1"]
     assert citation.quote == sentence and [PAGE[s:e] for s, e in citation.spans] == [sentence]
+    assert citation.heading_path == ["Fees"]  # the page's heading, context outside the quote
+
+
+def test_prompts_show_the_heading_path_outside_the_text() -> None:
+    d = corrected().model_copy(update={"heading_path": ["Billing", "Fees"]})
+    prompt = render_passages([d], [SourceDocument(url=URL, content=PAGE, title="Billing")])
+    assert "headingPath: Billing › Fees\ndocumentContent:\n" + d.quote in prompt
+    long = SourceDocument(url=URL, title="Billing", content="# Fees\n\n" + "Plans cost money here. " * 40
+                          + "\n\n## Refunds\n\n" + "Refunds take a week. " * 40)
+    parts = split_document(long, 120, approx_counter(4.0))
+    assert len(parts) > 2 and parts[-1].metadata["heading_path"] == ["Billing", "Fees", "Refunds"]
+    shown = render_document(parts[-1])
+    assert "section: Billing › Fees › Refunds\ncontent:\n" + parts[-1].content in shown
+    assert "section:" not in render_document(long)
 
 
 def test_traces_count_corrected_passages() -> None:

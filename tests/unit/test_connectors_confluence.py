@@ -62,8 +62,9 @@ def test_search_follows_pagination_and_converts_storage_format(cloud: Confluence
     assert checklist.metadata["title"] == "Deploy checklist" and checklist.metadata["space"] == "ENG"
     assert checklist.metadata["version"] == 3 and checklist.metadata["source_type"] == "wiki"
     assert checklist.page_content == (
-        "Deploy checklist\n\nEvery deploy needs an approved change ticket.\n\n./deploy.sh --env prod && echo <done>"
-        "\n\nDeploys freeze on Fridays.\n\nSee Rollback guide for rollbacks."
+        "# Deploy checklist\n\nEvery deploy needs an approved change ticket.\n\n"
+        "```\n./deploy.sh --env prod && echo <done>\n```\n\n"
+        "Deploys freeze on Fridays.\n\nSee Rollback guide for rollbacks."
     )
     history = next(d for d in docs if d.metadata["page_id"] == "105")
     assert history.page_content == "Date | Deploy\n2025-01-02 | v5.1"

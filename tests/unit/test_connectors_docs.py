@@ -101,7 +101,7 @@ def test_clean_text_and_metadata(site: StaticSite) -> None:
     records = {r["url"].removeprefix(site.url): r for r in Crawler(settings(site)).run().records}
     install = records["/docs/install"]
     assert install["title"] == "Installing Flow" and install["source_type"] == "docs"
-    assert install["text"] == ("Installing Flow\n\n"
+    assert install["text"] == ("# Installing Flow\n\n"
                                "Install Flow with pip install tessellate-flow. Flow needs Python 3.11 or newer.")
     config = records["/docs/config"]["metadata"]
     assert config == {"acl": "group:engineering", "revision": config["revision"]}
@@ -344,5 +344,5 @@ def test_heading_permalinks_are_not_text() -> None:
             '<p>Run the installer.</p><h2 id="req">Requirements <a href="#req">#</a></h2><p>Python 3.11.</p>'
             '<h2>See also<a class="anchor" href="#see"></a></h2><p>Read <a href="#req">the requirements</a>.</p>'
             "</main></body></html>")
-    assert parse_html(html).text == ("Install\n\nRun the installer.\n\nRequirements\n\nPython 3.11.\n\n"
-                                     "See also\n\nRead the requirements.")
+    assert parse_html(html).text == ("# Install\n\nRun the installer.\n\n## Requirements\n\nPython 3.11.\n\n"
+                                     "## See also\n\nRead the requirements.")

@@ -161,7 +161,7 @@ PAGE = """<!DOCTYPE html>
 """  # noqa: E501
 
 PAGE_TEXT = (
-    "Deploying Flow\n\n"
+    "# Deploying Flow\n\n"
     "Deploys run twice a day — at 10:00 & 15:00. Use flow deploy.\nNever on Fridays.\n\n"
     "Build\nTest\nunit\ne2e\nShip\n\n"
     "Windows\nRegion | Window\nEU | 10:00 <UTC>\nUS | 15:00\n\n"
@@ -197,22 +197,39 @@ def test_html_without_main_uses_articles_or_body_and_falls_back(tmp_path: Path) 
         "<body><nav>Menu</nav><h1>Plain page</h1><p>Body text.</p><footer>Foot</footer></body></html>"
     )
     art, body = load(tmp_path)[0]
-    assert art.content == "One\n\nFirst.\n\nSecond."
+    assert art.content == "## One\n\nFirst.\n\nSecond."
     assert art.title == "art"  # no <title> and no <h1>: the file stem
-    assert body.content == "Plain page\n\nBody text.\n\nFoot"
+    assert body.content == "# Plain page\n\nBody text.\n\nFoot"
     # A relative canonical link cannot identify the page, so the file URI is used.
     assert body.url == (tmp_path / "body.html").resolve().as_uri()
     assert body.title == "Plain page"
 
 
-def test_html_loose_lists_stay_one_item_per_line(tmp_path: Path) -> None:
-    (tmp_path / "loose.html").write_text(
-        "<main><p>Steps:</p><ol><li><p>Open the app.</p></li>"
-        "<li><p>Sign in.</p><ul><li><p>Use SSO.</p></li></ul></li></ol>"
-        "<dl><dt>SLA</dt><dd>99.9%</dd></dl></main>"
-    )
+@pytest.mark.parametrize(
+    ("html", "text"),
+    [
+        # Loose lists stay one item per line.
+        ("<main><p>Steps:</p><ol><li><p>Open the app.</p></li><li><p>Sign in.</p><ul><li><p>Use SSO.</p></li></ul>"
+         "</li></ol><dl><dt>SLA</dt><dd>99.9%</dd></dl></main>",
+         "Steps:\n\nOpen the app.\nSign in.\nUse SSO.\n\n# SLA\n\n99.9%"),
+        # What each sentence is about stays in the text: a heading at its level, a definition's term one level
+        # below its section (its description under it); inside a list or a table cell a heading is inline text.
+        ("<main><h2>Options</h2><dl><dt>--force</dt><dd><p>Overwrite files.</p><p>Off by default.</p></dd>"
+         "<dt>--quiet</dt><dd>Print nothing.<dl><dt>-qq</dt><dd>Not even errors.</dd></dl></dd></dl>"
+         "<p>After the list.</p><h3>Notes</h3><ul><li><h4>Item title</h4>Item text</li></ul>"
+         "<table><tr><td><h5>Cell</h5></td><td>x</td></tr></table></main>",
+         "## Options\n\n### --force\n\nOverwrite files.\n\nOff by default.\n\n### --quiet\n\nPrint nothing.\n\n"
+         "#### -qq\n\nNot even errors.\n\nAfter the list.\n\n### Notes\n\nItem title\nItem text\n\nCell | x"),
+        # Preformatted text is fenced: its "# comment" line is code, not a heading; an empty one is nothing.
+        ("<main><p>Given:</p><pre>#\n# comment\n[core]\n  x = 1\n</pre><pre> </pre><p>After.</p>"
+         "<table><tr><td><pre>a\nb</pre></td></tr></table></main>",
+         "Given:\n\n```\n#\n# comment\n[core]\n  x = 1\n```\n\nAfter.\n\na b"),
+    ],
+)
+def test_html_structure_as_text(tmp_path: Path, html: str, text: str) -> None:
+    (tmp_path / "page.html").write_text(html)
     [doc], _ = load(tmp_path)
-    assert doc.content == "Steps:\n\nOpen the app.\nSign in.\nUse SSO.\n\nSLA\n99.9%"
+    assert doc.content == text
 
 
 def test_html_declared_legacy_charset(tmp_path: Path) -> None:

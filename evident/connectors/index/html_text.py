@@ -5,6 +5,13 @@ list items, which generic boilerplate removers like trafilatura sometimes discar
 bytes always give the same text). We therefore walk the DOM ourselves with selectolax's lexbor parser:
 block elements become paragraphs separated by blank lines, list items and table rows become lines, and
 only markup that is never content (scripts, styles, navigation, hidden elements) is dropped.
+
+The page's structure stays readable in the text, the way Markdown writes it, so that every reader of
+the text (`evident.alignment.outline`, the offline engine, a model's prompt, the section splitter)
+knows what each sentence is about: a heading `h1`–`h6` is one line `#`–`######`, a definition's
+term (`dt`, a reference entry's name) is a heading one level below the section it is in, so that its
+description (`dd`) sits under it, and preformatted text (`pre`) is fenced with ``` lines, so that its
+lines are code, never headings or list items.
 """
 
 from __future__ import annotations
@@ -32,6 +39,9 @@ _PARAGRAPH = frozenset(
     }
 )  # fmt: skip
 _LINE = frozenset({"li", "dt", "dd", "tr", "caption"})
+_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+_MAX_LEVEL = 6
+_FENCE = "```"
 _PERMALINK_CLASSES = frozenset({"headerlink", "anchor", "anchorjs-link", "heading-anchor", "permalink"})
 _PERMALINK_GLYPHS = frozenset({"", "¶", "#", "§", "🔗"})
 _LISTS = frozenset({"ul", "ol", "menu"})
@@ -157,19 +167,27 @@ def _permalink(node: LexborNode) -> bool:
     return bool(classes & _PERMALINK_CLASSES) or node.text().strip() in _PERMALINK_GLYPHS
 
 
-def _walk(root: LexborNode, writer: _Writer) -> None:
+def _walk(root: LexborNode, writer: _Writer, *, structure: bool = True) -> None:
+    """Writes the text under `root`; with `structure`, its headings as `#` lines and its preformatted
+    blocks fenced with ``` (a code line starting with "#" is then never read as a heading)."""
     # Iterative on purpose: machine-generated pages nest deeper than Python's recursion limit.
     stack: list[tuple[LexborNode, bool]] = [(root, False)]
     pre_depth = 0
     list_depth = 0
+    level = 0  # the level of the last heading written (a term's section)
+    terms: list[int] = []  # per open `dl`: the level of the section it is in
     while stack:
         node, leaving = stack.pop()
         tag = node.tag or ""
         if leaving:
             if tag == "pre":
                 pre_depth -= 1
+                if structure and pre_depth == 0:
+                    writer.own_line(_FENCE)
             if tag in _LISTS:
                 list_depth -= 1
+            if tag == "dl":
+                level = terms.pop()
             writer.block(_break_after(tag, list_depth))
             continue
         if node.is_text_node:
@@ -180,6 +198,17 @@ def _walk(root: LexborNode, writer: _Writer) -> None:
         if tag == "br":
             writer.line_break()
             continue
+        # Inside a list or preformatted text a heading stays a line of it (a list item's own title).
+        if structure and (tag in _HEADINGS or tag == "dt") and pre_depth == 0 and list_depth == 0:
+            words = _inline_text(node)
+            if words:
+                level = _HEADINGS[tag] if tag in _HEADINGS else min(_MAX_LEVEL, (terms[-1] if terms else level) + 1)
+                writer.block(2)
+                writer.raw("#" * level + " " + words)
+                writer.block(2)
+            continue
+        if tag == "dl":
+            terms.append(level)
         if tag == "table":
             writer.block(2)
             for line in _table_lines(node):
@@ -189,6 +218,11 @@ def _walk(root: LexborNode, writer: _Writer) -> None:
             continue
         writer.block(_break_after(tag, list_depth))
         if tag == "pre":
+            if not node.text().strip():
+                continue
+            if structure and pre_depth == 0:
+                writer.raw(_FENCE)
+                writer.block(1)
             pre_depth += 1
         if tag in _LISTS:
             list_depth += 1
@@ -230,7 +264,7 @@ def _row_line(row: LexborNode) -> str:
 def _inline_text(node: LexborNode) -> str:
     """A cell or caption as one line: its own structure (lists, nested tables) flattened to spaces."""
     writer = _Writer()
-    _walk(node, writer)
+    _walk(node, writer, structure=False)
     return _WS.sub(" ", writer.result()).strip()
 
 
@@ -273,6 +307,12 @@ class _Writer:
             self._pending_space = collapsed.endswith(" ")
 
     def raw(self, value: str) -> None:
+        self._emit(value)
+
+    def own_line(self, value: str) -> None:
+        """`value` at the start of a line (after preformatted text that ended with its newline, no blank line)."""
+        if not self._at_line_start:
+            self.block(1)
         self._emit(value)
 
     def _emit(self, value: str, *, preformatted: bool = False) -> None:

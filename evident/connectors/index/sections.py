@@ -5,7 +5,9 @@ read it), so one 50 MB manual would make every question that touches it slow and
 Indexed as sections of at most `budget` characters, only the sections a question matches are read.
 A section's text is an exact slice of the document's text (the slices cover the whole document, in
 order), so spans into a section are spans into the source; its id is `<url>#section-<n>` and it
-carries `section_of` (the document's id) and `section_start` (where the slice begins) in metadata.
+carries `section_of` (the document's id), `section_start` (where the slice begins) and
+`section_outline` (the headings above that start, so its quotes' heading paths are the document's) in
+metadata.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 from itertools import pairwise
 
 from evident.alignment.models import SourceDocument
+from evident.alignment.outline import SECTION_OUTLINE, section_outline
 
 SECTION_MARK = "#section-"
 _HEADING_START = re.compile(r"\n(?=#{1,6}[ \t])")
@@ -39,7 +42,8 @@ def split_sections(doc: SourceDocument, budget: int) -> list[SourceDocument]:
                 source=doc.source,
                 source_type=doc.source_type,
                 metadata={**doc.metadata, "section_of": doc.url, "section": number,
-                          "sections": len(pieces), "section_start": start},
+                          "sections": len(pieces), "section_start": start,
+                          SECTION_OUTLINE: section_outline(text, start)},
             )
         )
     return sections

@@ -99,6 +99,7 @@ function openCitation(turnState, index, chip) {
     others: otherSpans(turnState, citation.url, index),
     caption: `Source ${chip.textContent} cited for: “${citation.sentence}”`
       + (citation.span_base === "chunk" ? " (offsets in the retrieved chunk: the source gave no position in its document)" : ""),
+    path: citation.heading_path,
   });
 }
 
@@ -107,9 +108,9 @@ function openDocument(url, opener) {
   showDocument(state, url, { others: otherSpans(state, url), caption: "Cited text is highlighted." });
 }
 
-function openSpans(url, spans, caption, opener) {
+function openSpans(url, spans, caption, opener, path = []) {
   lastOpener = opener;
-  showDocument(state, url, { active: spans, others: otherSpans(state, url), caption });
+  showDocument(state, url, { active: spans, others: otherSpans(state, url), caption, path });
 }
 
 function closeDocument() {

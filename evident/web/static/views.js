@@ -235,6 +235,7 @@ export function renderTrail(state, openSpans) {
         h("span", { class: "passage-id" }, `passage ${d.passage_id ?? "?"}`), " — ",
         h("span", { class: "meaning" }, ACTION_MEANING[action])),
       facts,
+      headingPath(d.heading_path) && action !== "dropped" ? h("p", { class: "heading-path" }, headingPath(d.heading_path)) : null,
       sameText(d.content, d.quote)
         ? [h("p", { class: "label" }, "Passage, verbatim in the source"), h("blockquote", { class: "quote" }, String(d.quote))]
         : [d.content ? [h("p", { class: "label" }, "Proposed passage"), h("blockquote", { class: "proposed" }, String(d.content))] : null,
@@ -243,7 +244,7 @@ export function renderTrail(state, openSpans) {
         h("li", {}, "The passage says “", String(s?.passage ?? ""), "”, the source says “", String(s?.source ?? ""), "”"))) : null);
     if (action !== "dropped" && strings(d.spans).length && documentOf(state, d.url)) {
       const button = h("button", { type: "button", class: "secondary small" }, "Show in the document");
-      button.addEventListener("click", () => openSpans(d.url, d.spans, `Passage ${d.passage_id}`, button));
+      button.addEventListener("click", () => openSpans(d.url, d.spans, `Passage ${d.passage_id}`, button, d.heading_path));
       item.append(button);
     }
     list.append(item);
@@ -262,7 +263,13 @@ export function renderTrail(state, openSpans) {
  * Opens the document at `url` beside the answer: `active` spans highlighted as the ones being read
  * (the first scrolled into view), `others` (the document's other cited spans) more lightly.
  */
-export function showDocument(state, url, { active = [], others = [], caption = "" }) {
+/** The title and headings a quote sits under, outermost first, on one line (context, never part of the quote). */
+export function headingPath(path) {
+  const parts = strings(path).map(String).filter((p) => p);
+  return parts.length ? parts.join(" › ") : "";
+}
+
+export function showDocument(state, url, { active = [], others = [], caption = "", path = [] }) {
   const doc = documentOf(state, url, active);
   if (!doc) return [];
   active = intoShown(doc, url, active);
@@ -274,6 +281,8 @@ export function showDocument(state, url, { active = [], others = [], caption = "
   append(clear($("doc-meta")), [n ? `Source ${n} · ` : "", link(doc.url), doc.source ? ` · from ${doc.source}` : "",
     revision ? ` · revision ${revision}` : ""]);
   $("doc-cited").textContent = caption;
+  $("doc-path").textContent = headingPath(path);
+  show($("doc-path"), Boolean(headingPath(path)));
   show($("doc-panel"));
   const marks = renderDocument($("doc-text"), doc.content, active, others);
   $("doc-title").focus({ preventScroll: true });
