@@ -112,9 +112,11 @@ def matches(patterns: Iterable[str], text: str) -> list[str]:
 def page_text(path: Path) -> str:
     """The page's text as `evident index` reads it (the spans of every citation are offsets into it)."""
     from evident.connectors.index.formats import load_html
+    from evident.context import EvidentContext
 
     problems: list[str] = []
-    doc = load_html(path, path.read_bytes(), path.name, lambda _p, why: problems.append(why))
+    doc = load_html(path, path.read_bytes(), path.name, lambda _p, why: problems.append(why),
+                    EvidentContext().fallback_encoding)
     if doc is None:
         raise QuestionError(f"{path}: not readable as a page: {'; '.join(problems)}")
     return doc.content

@@ -79,11 +79,15 @@ def test_the_model_reads_numbered_marks_and_the_artifact_keeps_the_spans(example
     documents = {d["url"]: SourceDocument.model_validate(d) for d in state["documents"]}
     for citation in artifact.citations:
         document = documents[citation.url]
-        assert sources[citation.number - 1] == f"[{citation.number}] {document.title} — {citation.url}"
+        # Each source under what its first quote is about: that heading path (title › section), else its title.
+        first = next(c for c in artifact.citations if c.number == citation.number)
+        where = " › ".join(first.heading_path) or document.title
+        assert citation.heading_path[:1] == [document.title]
+        assert sources[citation.number - 1] == f"[{citation.number}] {where} — {citation.url}"
         assert citation.content_hash == document.content_hash
         # The revision of the file the document was read from, as the state's citation pins it.
         assert citation.revision == document.metadata["revision"] and citation.revision.startswith("mtime_ns=")
-        assert citation.revision in {c.revision for c in state["citations"] if c.url == citation.url}
+        assert citation.revision in {c["revision"] for c in state["citations"] if c["url"] == citation.url}
         assert citation.spans and citation.quote == " … ".join(document.content[s:e] for s, e in citation.spans)
         assert f"[{citation.number}]" in content
     assert {p.passage_id for p in artifact.passages} >= {p for c in artifact.citations for p in c.passage_ids}

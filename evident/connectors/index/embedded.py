@@ -80,8 +80,11 @@ CONTENT_WEIGHT = 1.0
 HYBRID_DEPTH = 32
 
 _COLUMNS = "url, title, source, source_type, content, content_hash, metadata"
-# What a search reads of a row: `_COLUMNS`, the id, and the file's stat (the document's revision).
-_READ = f"{_COLUMNS}, id, origin_mtime_ns, origin_size"
+# What a search reads of a row: `_COLUMNS`, the id, and the file's stat and name (the document's revision).
+_READ = f"{_COLUMNS}, id, origin_mtime_ns, origin_size, origin"
+# Files that hold many documents (a JSONL line each): their stat is not one document's revision, and its size
+# would tell a caller how much the file's other documents weigh, hidden ones included.
+_MANY_DOCUMENT_SUFFIXES = (".jsonl",)
 
 
 class _Claim(NamedTuple):
@@ -508,9 +511,11 @@ def title_first_order(
 
 
 def _document(row: Sequence[Any]) -> SourceDocument:
-    """A `_READ` row as a document; its revision is the one a JSONL line states, else its file's stat."""
+    """A `_READ` row as a document; its revision is the one a JSONL line states, else the stat of the file it
+    alone fills (a JSONL line without one has none: its content hash pins its text)."""
     metadata = without_meaning(json.loads(row[6]))
-    if len(row) >= 10 and not isinstance(metadata.get(REVISION), str):
+    one_document_file = len(row) >= 11 and not str(row[10]).lower().endswith(_MANY_DOCUMENT_SUFFIXES)
+    if one_document_file and not isinstance(metadata.get(REVISION), str):
         metadata[REVISION] = f"mtime_ns={row[8]};size={row[9]}"
     return SourceDocument(
         url=row[0],
