@@ -206,7 +206,7 @@ def test_no_user_can_publish_an_assistant_to_the_others(secured: DevServer) -> N
     assert patched.status_code == 403
     seen = httpx.post(f"{secured.url}/assistants/search", json={}, headers=bearer(BOB), timeout=10).json()
     assert [a["assistant_id"] for a in seen if a["assistant_id"] == mine["assistant_id"]] == []
-    assert [a["metadata"].get("created_by") for a in seen] == ["system"]
+    assert [a["metadata"].get("created_by") for a in seen] == ["system", "system"]  # evident, evident_agent
     thread = new_thread(secured, BOB, metadata={"owner": "alice"})
     assert thread.status_code == 403
 
