@@ -109,11 +109,11 @@ def test_quotes_carry_their_heading_path(tmp_path: Path) -> None:
     out = graph.invoke({"query": "What is the default of reserved_connections?"},
                        context=_ctx(tmp_path, embeddings="none"))
     _check_grounded(out)
-    three = [c for c in out["citations"] if "three connections" in c.quote]
+    three = [c for c in out["citations"] if "three connections" in c["quote"]]
     assert three, out["answer"]
-    assert three[0].heading_path == ["Server settings", "Connections", "reserved_connections"]
-    assert all(c.heading_path[:2] == ["Server settings", "Connections"] for c in out["citations"])
-    assert all(d.heading_path and d.heading_path[0] == "Server settings" for d in out["verified"])
+    assert three[0]["heading_path"] == ["Server settings", "Connections", "reserved_connections"]
+    assert all(c["heading_path"][:2] == ["Server settings", "Connections"] for c in out["citations"])
+    assert all(d["heading_path"] and d["heading_path"][0] == "Server settings" for d in out["verified"])
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,7 @@ PASSAGES = [
 ]
 EXPECTED_ACTIONS = ["kept", "truncated", "relinked", "dropped", "corrected"]
 DECISION_KEYS = {"passage_id", "action", "url", "original_url", "overlap", "final_overlap", "spans",
-                 "quote", "substitutions", "reason", "content"}
+                 "quote", "substitutions", "reason", "content", "heading_path"}
 
 
 def write_jsonl(path: Path, rows: list[object], *, blank_lines: bool = False) -> Path:

@@ -179,7 +179,8 @@ class LocalIndex(MirroredStore):
         if hits is None:
             rows = fts_search(self._conn, query, depth, columns=_READ,
                               title_weight=TITLE_WEIGHT, content_weight=CONTENT_WEIGHT, visible=visible)  # fmt: skip
-            return [(row[:10], float(row[10])) for row in rows]
+            width = len(_READ.split(","))  # the score follows the row's columns
+            return [(row[:width], float(row[width])) for row in rows]
         marks = ", ".join("?" for _ in hits)
         sql = f"SELECT {_READ} FROM documents WHERE url IN ({marks})"
         found = {row[0]: row for row in self._conn.execute(sql, [url for url, _ in hits])} if hits else {}
