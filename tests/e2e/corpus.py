@@ -70,3 +70,13 @@ def tokens_file(path: Path, users: Mapping[str, tuple[str, list[str]]]) -> Path:
     path.write_text(json.dumps([{"sha256": token_digest(token), "user": user, "groups": groups}
                                 for token, (user, groups) in users.items()]), encoding="utf-8")
     return path
+
+
+def hr_secured_env(root: Path, examples: Path, users: Mapping[str, tuple[str, list[str]]]) -> dict[str, str]:
+    """`server_env` with a tokens file for `users` and one more folder, `hr-only`, holding `HR_PAGE` (a page
+    only the HR group may read): the deployment of the served agent, tool and MCP tests."""
+    (root / "hr-only").mkdir()
+    (root / "hr-only" / "code-words.md").write_text(HR_PAGE, encoding="utf-8")
+    env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens_file(root / "tokens.json", users)))
+    env["EVIDENT_CORPUS"] = os.pathsep.join([env["EVIDENT_CORPUS"], str(root / "hr-only")])
+    return env

@@ -8,7 +8,6 @@ HR page is readable by `group:hr` alone, and the agent's tool must hold that as 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
-from tests.e2e.corpus import HR_PAGE, HR_QUERY, SECRET_WORD, Q, server_env, tokens_file
+from tests.e2e.corpus import HR_QUERY, SECRET_WORD, Q, hr_secured_env
 from tests.e2e.deployments import SERVERS, deployment
 from tests.e2e.dev_server import DevServer
 
@@ -28,11 +27,7 @@ AGENT = "evident_agent"
 def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
             examples: Path) -> Iterator[DevServer]:
     root = tmp_path_factory.mktemp("agent-secured")
-    (root / "hr-only").mkdir()
-    (root / "hr-only" / "code-words.md").write_text(HR_PAGE, encoding="utf-8")
-    env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens_file(root / "tokens.json", TOKENS)))
-    env["EVIDENT_CORPUS"] = os.pathsep.join([env["EVIDENT_CORPUS"], str(root / "hr-only")])
-    with deployment(request, root / "server", env) as server:
+    with deployment(request, root / "server", hr_secured_env(root, examples, TOKENS)) as server:
         yield server
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from mcp_types import CallToolResult, Tool
 
 from evident.agent.artifact import EvidenceArtifact
 from evident.agent.tool import evident_tool
-from tests.e2e.corpus import HR_PAGE, HR_QUERY, SECRET_WORD, Q, server_env, tokens_file
+from tests.e2e.corpus import HR_QUERY, SECRET_WORD, Q, hr_secured_env
 from tests.e2e.deployments import SERVERS, deployment
 from tests.e2e.dev_server import DevServer
 from tests.support.agents import ScriptedModel, asking
@@ -40,11 +39,7 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
             examples: Path) -> Iterator[DevServer]:
     root = tmp_path_factory.mktemp("mcp")
-    (root / "hr-only").mkdir()
-    (root / "hr-only" / "code-words.md").write_text(HR_PAGE, encoding="utf-8")
-    env = server_env(root, examples, EVIDENT_AUTH_TOKENS_FILE=str(tokens_file(root / "tokens.json", TOKENS)))
-    env["EVIDENT_CORPUS"] = os.pathsep.join([env["EVIDENT_CORPUS"], str(root / "hr-only")])
-    with deployment(request, root / "server", env) as server:
+    with deployment(request, root / "server", hr_secured_env(root, examples, TOKENS)) as server:
         yield server
 
 
