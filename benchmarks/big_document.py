@@ -59,7 +59,7 @@ for question in questions:
     start = time.perf_counter()
     out = graph.invoke({"query": question}, context=ctx)
     runs.append({"question": question, "seconds": time.perf_counter() - start, "status": out["status"],
-                 "cited": sorted({c.url for c in out["citations"]})})
+                 "cited": sorted({c["url"] for c in out["citations"]})})
 print(json.dumps({"rss_before_mb": before, "rss_after_mb": peak_mb(), "runs": runs}))
 """
 

@@ -34,10 +34,14 @@ def read(path: Path) -> list[dict[str, Any]]:
 
 
 def run(graph: Any, ctx: Any, inputs: dict[str, Any], q: dict[str, Any]) -> dict[str, Any]:
+    from evident.models import Citation
+
     out = graph.invoke(inputs, context=ctx)
-    docs = {d.url: d.content for d in out.get("documents", [])}
+    # The graph returns JSON: its citations read back as models.
+    out = {**out, "citations": [Citation.model_validate(c) for c in out.get("citations", [])]}
+    docs = {d["url"]: d["content"] for d in out.get("documents", [])}
     return {"q": q, "out": out, "docs": docs, "gold": set(q.get("gold_urls") or []) | set(q.get("alt_urls") or []),
-            "retrieved": {r.url for r in out.get("retrieved", [])}}
+            "retrieved": {r["url"] for r in out.get("retrieved", [])}}
 
 
 def measure(name: str, rows: list[dict[str, Any]]) -> tuple[int, int]:

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     from evident.connectors.index.retriever import LocalCorpusRetriever
     from evident.context import EvidentContext
     from evident.graph import build_graph
-    from evident.models import INSUFFICIENT_ANSWER
+    from evident.models import INSUFFICIENT_ANSWER, Citation
 
     lines = args.questions.read_text(encoding="utf-8").splitlines()
     questions = select([json.loads(x) for x in lines if x.strip()], args.part)
@@ -104,10 +104,12 @@ def main(argv: list[str] | None = None) -> int:
             out = graph.invoke({"query": q["query"]}, context=ctx)
             ms = (time.perf_counter() - start) * 1000
             top1 = retriever.invoke(q["query"])[:1]
-            docs = {d.url: d.content for d in out.get("documents", [])}
+            # The graph returns JSON: its citations read back as models.
+            docs = {d["url"]: d["content"] for d in out.get("documents", [])}
             rows.append({
-                "q": q, "ms": ms, "answer": out.get("answer", ""), "citations": out.get("citations", []),
-                "retrieved": [r.url for r in out.get("retrieved", [])], "docs": docs,
+                "q": q, "ms": ms, "answer": out.get("answer", ""),
+                "citations": [Citation.model_validate(c) for c in out.get("citations", [])],
+                "retrieved": [r["url"] for r in out.get("retrieved", [])], "docs": docs,
                 "gold": set(q.get("gold_urls") or []) | set(q.get("alt_urls") or []),
                 "top1": top1[0].metadata["url"] if top1 else None,
             })
