@@ -100,7 +100,35 @@ def message_parts(query: str) -> list[tuple[str, float]]:
     return [*parts, (carried, CARRIED_WEIGHT if named else 1.0)]
 
 
+# A blank line ends a paragraph: a message written in paragraphs says what happened first and asks last.
+_PARAGRAPH_END = re.compile(r"\n\s*\n")
+
+
+def _asking_paragraphs(query: str) -> tuple[list[str], int]:
+    """The message's paragraphs that name something, and the index of the first one that asks."""
+    paragraphs = [p for p in _PARAGRAPH_END.split(query) if _topic_words(p)]
+    ask = max(len(paragraphs) - 1, 0)
+    if ask and len(_topic_words(paragraphs[ask])) < MIN_ASKING_WORDS:
+        ask -= 1
+    return paragraphs, ask
+
+
 def _own_parts(query: str) -> list[tuple[str, float]]:
+    """The paragraphs of a message before the one it asks in are its scenario: "I registered my car in
+    May.\n\nDo I need an inspection?\n\nAnd what does it cost?" asks what its last paragraph asks, about
+    what the ones before say. Many users write a conversation's turns as one message, a question per
+    paragraph; scored as one asking part, every earlier question's words would be required of the answer
+    too, and the longer the message, the weaker any answer would read. The asking paragraph is the last
+    one that names something ("Thanks!" after a question asks nothing), with the one before it when it
+    names fewer than MIN_ASKING_WORDS content words ("And for a child?" asks about what came before)."""
+    paragraphs, ask = _asking_paragraphs(query)
+    if len(paragraphs) < 2:
+        return _sentence_parts(query)
+    scenario = [(p, SCENARIO_WEIGHT) for para in paragraphs[:ask] for p, _ in _sentence_parts(para)]
+    return [*scenario, *(part for para in paragraphs[ask:] for part in _sentence_parts(para))]
+
+
+def _sentence_parts(query: str) -> list[tuple[str, float]]:
     parts = [p.strip() for p in _SENTENCE_END.split(query) if p.strip()]
     content = [p for p in parts if _topic_words(p)]
     if not content:

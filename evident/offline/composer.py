@@ -16,7 +16,7 @@ from evident.conversation.said import said_text
 from evident.offline.preface import OFFLINE_PREFACE, PREFACE, preface
 from evident.offline.quotes import QuotedSentence, quoted_sentences
 from evident.offline.selection import select_sentences
-from evident.offline.terms import coverage, query_weights
+from evident.offline.terms import coverage, query_weights, scenario_keys, unit_terms
 from evident.offline.voice import unprompted
 
 __all__ = ["WEAK_COVERAGE", "compose_answer", "answer_coverage", "preface", "OFFLINE_PREFACE", "PREFACE"]
@@ -34,7 +34,11 @@ def answer_coverage(query: str, text: str) -> float:
     weights = query_weights(query)
     if not weights:
         return 1.0 if text.strip() else 0.0
-    return coverage(weights, text)
+    # As the gate's coverage (`Scorer.coverage`): the scenario's words count only where they match, so a
+    # message that tells its situation before asking does not read as weakly answered for its length.
+    present = set(unit_terms(text))
+    scenario = scenario_keys(query)
+    return coverage({t: w for t, w in weights.items() if t not in scenario or t in present}, text)
 
 def _cite(s: QuotedSentence) -> str:
     return f"{s.text} " + "".join(f"[{u}]" for u in s.urls)

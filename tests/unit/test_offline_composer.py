@@ -8,7 +8,14 @@ from hypothesis import strategies as st
 
 from evident.alignment.models import AlignmentDecision
 from evident.context import OfflineSettings
-from evident.offline.composer import OFFLINE_PREFACE, PREFACE, answer_coverage, compose_answer, preface
+from evident.offline.composer import (
+    OFFLINE_PREFACE,
+    PREFACE,
+    WEAK_COVERAGE,
+    answer_coverage,
+    compose_answer,
+    preface,
+)
 from evident.offline.voice import PromptReader
 from tests.support.offline import assert_grounded, cited_sentences, decision, norm
 
@@ -433,3 +440,14 @@ def test_a_table_header_without_its_rows_is_left_out() -> None:
     roomy = compose_answer("What happens to unused days of annual leave per year?",
                            [decision("p1", POLICY, lead), decision("p2", POLICY, table)])
     assert "| Country | Annual leave per year |\n|---|---|\n| Germany | 30 days |" in roomy
+
+
+def test_a_situation_told_before_the_question_does_not_weaken_its_answer() -> None:
+    # A long message tells its situation, then asks: the answer addresses the question, and the situation's
+    # words (Lisbon, cats, relocation) count only where the text holds them, as in the gate's coverage.
+    message = ("My partner and I moved to Lisbon last spring with our two cats and a dog, and I started in the "
+               "finance team in March after a long relocation.\n\nHow many days of annual leave do I get?")
+    answer = "Employees get 25 days of annual leave per calendar year."
+    assert answer_coverage(message, answer) >= WEAK_COVERAGE
+    # What the question itself asks still counts: a text about something else stays weak.
+    assert answer_coverage(message, "The canteen opens at noon.") < WEAK_COVERAGE

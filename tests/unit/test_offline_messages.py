@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from evident.alignment.models import AlignmentDecision, SourceDocument
 from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.index.fts_query import weighted_terms
@@ -175,3 +177,21 @@ def test_yes_after_a_question_is_kept_as_its_answer() -> None:
     quote = "Can unused leave be carried over?\nYes. Up to five days carry over to the next year."
     answer = compose_answer("Can I carry over unused leave?", [decision("hr/leave.md", quote)])
     assert "Can unused leave be carried over? Yes. Up to five days" in answer
+
+
+def test_a_message_in_paragraphs_asks_in_its_last_one() -> None:
+    # A conversation's turns written as one message: the earlier questions are what came before.
+    message = ("How many days of annual leave do I get?\n\nCan unused days be carried over?\n\n"
+               "How long does parental leave last?")
+    assert [w for _, w in message_parts(message)] == [SCENARIO_WEIGHT, SCENARIO_WEIGHT, 1.0]
+    weights = message_words(message)
+    assert weights["parental"] == 1.0 and weights["annual"] == weights["carried"] == SCENARIO_WEIGHT
+    # The earlier questions do not veto an answer: the text addresses the message as well as its last question.
+    alone = address_score("How long does parental leave last?", [LEAVE, CANTEEN])
+    assert address_score(message, [LEAVE, CANTEEN]) == pytest.approx(alone)
+    # A last paragraph naming too little asks about the one before it; one naming nothing is left out.
+    parts = message_parts("How many days of annual leave do I get?\n\nAnd for a contractor?\n\nThanks!")
+    assert [w for _, w in parts] == [1.0, 1.0]
+    # Sentences of one paragraph are read as before.
+    assert message_parts("I moved to Lisbon.\nHow many days of annual leave do I get?") == message_parts(
+        "I moved to Lisbon. How many days of annual leave do I get?")
