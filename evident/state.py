@@ -10,7 +10,7 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, Required, TypeVar, cast
 
-from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
+from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph.message import add_messages
 from langgraph.types import Overwrite
 from pydantic import BaseModel
@@ -88,11 +88,6 @@ def add_messages_as_json(left: Any, right: Any) -> list[Json]:
     return [message_json(m) for m in merged]
 
 
-def messages_of(state: Mapping[str, Any]) -> list[BaseMessage]:
-    """The state's `messages` as LangChain message objects."""
-    return list(convert_to_messages(state.get("messages") or []))
-
-
 def merge_extractions(left: list[_T] | None, right: list[_T] | None) -> list[_T]:
     """State reducer: batches append; `None` empties the list (the merge step consumes it, so a
     checkpointed thread's next query starts clean)."""
@@ -110,7 +105,7 @@ def merge_timings(left: dict[str, float] | None, right: dict[str, float] | None)
 
 
 # The conversation. Typed as messages (what LangGraph Studio needs to offer its chat view); stored as their
-# JSON dicts (`add_messages_as_json`): read them with `messages_of(state)`.
+# JSON dicts (`add_messages_as_json`); the conversation's readers take either (conversation.messages.read_messages).
 Messages = Annotated[list[AnyMessage], add_messages_as_json]
 
 

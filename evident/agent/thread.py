@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage, convert_to_messages
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import ValidationError
 
 from evident.agent.artifact import ARTIFACT_KIND, EvidenceArtifact, EvidencePassage
+from evident.conversation.messages import read_messages
 
 # A group of numbered marks written with commas: "[1, 2]" or "[1,2]" (read as "[1][2]").
 _MARK_LIST = re.compile(r"\[\s*(\d{1,3}(?:\s*,\s*\d{1,3})+)\s*\]")
@@ -96,8 +97,8 @@ def _passages(artifact: EvidenceArtifact, url: str) -> tuple[EvidencePassage, ..
 
 
 def as_messages(messages: Iterable[BaseMessage | Mapping[str, Any]]) -> list[AnyMessage]:
-    """Messages as LangChain messages (a served thread's state holds their JSON)."""
-    return list(convert_to_messages(list(messages)))  # type: ignore[arg-type]  # dicts are accepted at run time
+    """Messages as LangChain messages (a served thread's state holds their JSON): `read_messages`."""
+    return list(read_messages(messages))  # type: ignore[arg-type]  # read_messages returns message objects
 
 
 def final_answer(messages: Sequence[BaseMessage]) -> int | None:

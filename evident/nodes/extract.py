@@ -31,7 +31,7 @@ from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.offline.answerability import AnswerGate
 from evident.offline.extractor import Extraction, extract_evidence
 from evident.prompts.render import render_document
-from evident.state import EvidentState, ExtractBatch, ExtractUpdate, as_json, messages_of, read
+from evident.state import EvidentState, ExtractBatch, ExtractUpdate, as_json, read
 
 OFFLINE_FALLBACK = "used the offline extractor"
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def _offline(state: EvidentState, docs: Sequence[SourceDocument], ctx: EvidentCo
     # A follow-up the rule took as naming its own topic ("How do I find out if my spouse is eligible?")
     # that no text covers is read again as continuing the conversation's topic, as an elliptical turn
     # is: its own words still weigh above the carried ones, and the gate still decides.
-    history = earlier_turns(messages_of(state))
+    history = earlier_turns(state.get("messages"))
     continued, changed = condense(rewrite.asked, history, continued=True)
     if not changed:
         return found

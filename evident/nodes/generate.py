@@ -26,7 +26,7 @@ from evident.nodes.names import GENERATE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.offline.composer import compose_answer
 from evident.prompts.render import render_passages
-from evident.state import DraftUpdate, EvidentState, messages_of, read
+from evident.state import DraftUpdate, EvidentState, read
 
 OFFLINE_FALLBACK = "used the offline composer"
 _CALL_CONFIG: dict[str, Any] = {"tags": ["nostream"], "run_name": "generate_answer"}
@@ -36,7 +36,7 @@ def generate_with_model(model: Any, ctx: EvidentContext, state: EvidentState) ->
     """The model's draft; raises `ModelFailure` when there is no usable one."""
     # A passage an earlier answer already quoted is not offered again, unless nothing else is left.
     verified = fresh_passages(read(AlignmentDecision, state.get("verified")),
-                              said_text(earlier_answers(messages_of(state))))
+                              said_text(earlier_answers(state.get("messages"))))
     # Here, not at the top: the template brings LangChain's prompt machinery, which the offline
     # composer never needs.
     from evident.prompts.generation import GENERATION_PROMPT
@@ -72,7 +72,7 @@ def generate(
             except Exception as exc:  # any model failure degrades this step, never the query
                 failure = describe_failure(exc, ctx)
                 update["model_errors"] = [failure.to_error(parts.models.name(ctx), GENERATE, OFFLINE_FALLBACK)]
-        said = earlier_answers(messages_of(state))
+        said = earlier_answers(state.get("messages"))
         update["draft"] = compose_answer(state["query"], read(AlignmentDecision, state.get("verified")),
                                          settings=ctx.offline, said=said, weak=state.get("weak_evidence", False))
         update["generated_by"] = "offline"

@@ -40,7 +40,7 @@ from evident.nodes.common import authenticated_principal, timed
 from evident.nodes.names import RETRIEVE, REWRITE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.nodes.runs import add_to_run
-from evident.state import EvidentState, QueryStart, messages_of, start_of_query
+from evident.state import EvidentState, QueryStart, start_of_query
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +205,7 @@ def _prepare(state: EvidentState, ctx: EvidentContext, update: QueryStart, runti
     resolved = parts.embeddings.resolve(ctx)
     meaning = prepare_meaning(federated, resolved, query, ctx.semantic_weight)
     conversation: Conversation | None = None
-    earlier = earlier_turns(messages_of(state)) if ctx.conversation_weight else []
+    earlier = earlier_turns(state.get("messages")) if ctx.conversation_weight else []
     text = conversation_text(earlier, ctx.max_query_chars)
     if text:
         # Its embedding failing leaves the conversation's search to the words; the new turn's says so.
