@@ -24,7 +24,7 @@ beside the index, in `<index>.answers.jsonl`):
 
 - answerable: states the fact with a right page cited first / states the fact, another page first /
   states something else (misleading: the fact is not in the answer, which is neither refused nor
-  hedged) / hedged (opens with "The documentation does not explicitly state the answer") / refused
+  hedged) / hedged (`evidence` "weak": it opens with "The documentation does not explicitly state") / refused
   (status `insufficient`);
 - unanswerable: refused / hedged (both right) / answered (misleading).
 """
@@ -164,9 +164,8 @@ def cited_page(url: str, corpus: Path) -> str:
 
 
 def is_hedged(res: dict[str, Any]) -> bool:
-    from evident.citations.answer import PREFACE
-
-    return answer_text(res).startswith(PREFACE)
+    """The answer says the documentation does not state it explicitly: its `evidence` is `weak`."""
+    return res.get("evidence") == "weak"
 
 
 def judge(q: dict[str, Any], res: dict[str, Any], corpus: Path) -> str:

@@ -9,6 +9,11 @@ from pydantic import BaseModel, Field
 from evident.alignment.models import AlignmentDecision, Passage, SourceDocument
 
 Status = Literal["answered", "insufficient", "degraded", "error"]
+# How well the documentation backs an answer, for machines (the answer's text says it to people):
+# `clear`: its sentences state the answer; `weak`: it opens with "The documentation does not explicitly
+# state …" and shows the passages that come closest (a hedge: they may not answer the question); `none`:
+# there is no answer (status `insufficient` or `error`).
+Evidence = Literal["clear", "weak", "none"]
 INSUFFICIENT_ANSWER = "Not sufficient information to answer."
 
 
@@ -83,7 +88,7 @@ class Rewrite(BaseModel):
     model_error: SourceError | None = Field(None, description="the rewrite call's failure (the rule was used)")
 
 __all__ = [
-    "INSUFFICIENT_ANSWER", "AlignmentDecision", "Citation", "Passage", "Principal", "RetrievedRef",
+    "INSUFFICIENT_ANSWER", "AlignmentDecision", "Citation", "Evidence", "Passage", "Principal", "RetrievedRef",
     "Rewrite", "SourceDocument", "SourceError", "SourceRun", "Status",
 ]
 

@@ -21,6 +21,7 @@ from evident.models import (
     AlignmentDecision,
     BatchExtraction,
     Citation,
+    Evidence,
     Passage,
     Principal,
     RetrievedRef,
@@ -119,13 +120,15 @@ class InputState(TypedDict, total=False):
 
 
 class Outcome(TypedDict, total=False):
-    """How a query ended: its answer, its citations and its status (a query's start empties them)."""
+    """How a query ended: its answer, its citations, its status and how well the documentation backs the
+    answer (a query's start empties them)."""
 
     generated_by: GeneratedBy | Unset
     removed_sentences: list[str]
     answer: str
     citations: list[Json]  # Citation
     status: Status | Unset
+    evidence: Evidence | Unset  # clear | weak (a hedged answer) | none (no answer): evident.models.Evidence
     error: str
 
 
@@ -238,6 +241,7 @@ class PostprocessUpdate(Timed, total=False):
     answer: str
     citations: list[Citation]
     status: Status
+    evidence: Evidence
     messages: Sequence[BaseMessage]  # the answer, and removals when the thread reaches its limits
 
 
@@ -248,7 +252,8 @@ PER_QUERY: QueryStart = {
     "mode": "", "documents": [], "retrieved": [], "source_errors": [], "source_runs": [], "model_errors": [],
     "notes": [], "passages": [], "extractions": [], "extraction_notes": [], "alignment": [], "verified": [],
     "draft": "", "weak_evidence": False,
-    "generated_by": "", "removed_sentences": [], "answer": "", "citations": [], "status": "", "error": "",
+    "generated_by": "", "removed_sentences": [], "answer": "", "citations": [], "status": "", "evidence": "",
+    "error": "",
     "timings_ms": {},
 }
 

@@ -8,9 +8,11 @@ reads the artifacts of a thread's tool messages back with `EvidenceArtifact.mode
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
 
-from evident.models import SourceError, Status
+from pydantic import BaseModel, Field, model_validator
+
+from evident.models import Evidence, SourceError, Status
 
 ARTIFACT_KIND = "evident.evidence/v1"
 
@@ -49,8 +51,21 @@ class EvidenceArtifact(BaseModel):
     kind: str = ARTIFACT_KIND
     query: str
     status: Status
+    evidence: Evidence = Field(
+        "clear", description="clear: the answer's sentences state it; weak: a hedged answer (it opens with 'The "
+        "documentation does not explicitly state', its passages only come closest); none: no answer (status "
+        "insufficient or error)")
     answer: str = Field(description="the verified answer as EvidenT wrote it, with its [url] marks")
     citations: list[EvidenceCitation] = Field(default_factory=list)
     passages: list[EvidencePassage] = Field(default_factory=list, description="every verified passage of the query")
     source_errors: list[SourceError] = Field(default_factory=list)
     error: str = Field("", description="why the query failed (status `error`), as the graph said it")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _evidence_of_older_artifacts(cls, data: Any) -> Any:
+        """An artifact a thread kept from before `evidence` existed: read from its status (an answer then
+        counted as clear)."""
+        if isinstance(data, dict) and "evidence" not in data:
+            return {**data, "evidence": "none" if data.get("status") in {"insufficient", "error"} else "clear"}
+        return data

@@ -12,7 +12,7 @@ from typing import Any
 
 from evident.agent.artifact import EvidenceArtifact, EvidenceCitation, EvidencePassage
 from evident.citations.answer import BRACKETED, citations_in
-from evident.models import AlignmentDecision, Citation, SourceDocument, SourceError, Status
+from evident.models import AlignmentDecision, Citation, Evidence, SourceDocument, SourceError, Status
 
 SOURCES_HEADING = "Sources:"
 MAX_CONTENT_CHARS = 4000
@@ -39,6 +39,12 @@ def _status(state: Mapping[str, Any]) -> Status:
     if isinstance(status, str) and status in _STATUSES:
         return status  # type: ignore[return-value]  # checked against the Literal's values just above
     return "error"
+
+
+def _evidence(state: Mapping[str, Any], status: Status) -> Evidence:
+    if status in {"insufficient", "error"}:
+        return "none"
+    return "weak" if state.get("evidence") == "weak" else "clear"
 
 
 def evidence_artifact(query: str, state: Mapping[str, Any]) -> EvidenceArtifact:
@@ -77,8 +83,10 @@ def evidence_artifact(query: str, state: Mapping[str, Any]) -> EvidenceArtifact:
         for d, raw in zip(decisions, raw_decisions, strict=True)
         if d.verified
     ]
+    status = _status(state)
     return EvidenceArtifact(
-        query=query, status=_status(state), answer=answer, citations=cited, passages=passages,
+        query=query, status=status, evidence=_evidence(state, status), answer=answer, citations=cited,
+        passages=passages,
         source_errors=[SourceError.model_validate(e) for e in _items(state.get("source_errors"))],
         error=str(state.get("error") or ""),
     )

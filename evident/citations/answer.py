@@ -162,6 +162,18 @@ def units_of(lines: Iterable[Line]) -> Iterable[Unit]:
         yield from line.units
 
 
+def is_preface(unit: Unit) -> bool:
+    """Whether `unit` is the one sentence an answer may hold without a citation: the fixed `PREFACE` lead-in."""
+    return not unit.urls and unit.text.startswith(PREFACE)
+
+
+def hedged(lines: Iterable[Line]) -> bool:
+    """Whether an answer hedges: it holds the `PREFACE` lead-in, so its cited passages only come closest to
+    the question (the offline composer writes it on weak evidence, a model is asked to when the passages do
+    not answer directly)."""
+    return any(is_preface(u) for u in units_of(lines))
+
+
 def support(text: str, decision: AlignmentDecision, n: int) -> float:
     """How well a verified passage supports a sentence: overlap_n(sentence, passage quote); a table,
     by its least supported row (rows a table shows together need not stand together in the source)."""
@@ -218,7 +230,7 @@ def check_answer(
         for u in line.units:
             if not u.text:
                 continue
-            if not u.urls and u.text.startswith(PREFACE):
+            if is_preface(u):
                 kept.append(u)
                 continue
             scores = {

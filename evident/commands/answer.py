@@ -29,6 +29,7 @@ def result_json(state: dict[str, Any], query: str, qid: Any = None) -> dict[str,
         query=query,
         standalone_query=state.get("standalone_query") or query,
         status=state.get("status", "error"),
+        evidence=state.get("evidence") or "none",
         answer=state.get("answer", ""),
         citations=dump(state.get("citations")),
         retrieved=dump(state.get("retrieved")),
@@ -50,8 +51,8 @@ def error_json(query: Any, message: str, qid: Any = None, line: int | None = Non
     out: dict[str, Any] = {} if qid is None else {"id": qid}
     if line is not None:
         out["line"] = line
-    out.update(query=query if isinstance(query, str) else None, standalone_query="", status="error", answer="",
-               citations=[], retrieved=[], passages=[], alignment=[], source_errors=[],
+    out.update(query=query if isinstance(query, str) else None, standalone_query="", status="error",
+               evidence="none", answer="", citations=[], retrieved=[], passages=[], alignment=[], source_errors=[],
                model_errors=[], extraction_notes=[], generated_by="", timings_ms={}, error=message)
     return out
 
@@ -71,6 +72,12 @@ def graph_inputs(query: str, principal: dict[str, Any] | None, history: Sequence
 def failed_state(exc: Exception) -> dict[str, Any]:
     """The final state of a query the graph raised on: one line for the user, never a traceback."""
     return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+
+
+def status_line(res: dict[str, Any]) -> str:
+    """The `Status:` line of a printed answer; a hedged answer says its evidence is weak."""
+    weak = " (weak evidence: the documentation does not state it explicitly)" if res.get("evidence") == "weak" else ""
+    return f"[bold]Status:[/] {escape(safe_text(res['status']))}{weak}"
 
 
 def exit_code(res: dict[str, Any]) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from evident.commands.answer import citations_table, exit_code, invoke, print_warnings, result_json
+from evident.commands.answer import citations_table, exit_code, invoke, print_warnings, result_json, status_line
 from evident.commands.common import (
     QueryError,
     clean_query,
@@ -50,7 +50,7 @@ def _context(corpus: list[Path] | None, config: Path | None, index: Path | None)
 def _print_human(res: dict[str, Any]) -> None:
     out = Console(highlight=False, soft_wrap=True)
     out.print(f"[bold]Q:[/] {escape(safe_text(res['query']))}")
-    out.print(f"[bold]Status:[/] {escape(safe_text(res['status']))}")
+    out.print(status_line(res))
     print_warnings(out, res)
     out.print()
     out.print(escape(safe_text(res["answer"])))

@@ -84,7 +84,8 @@ def run_batch(graph: Any, ctx: Any, batch: Path, json_out: bool, principal: dict
             if json_out:
                 print_json(res)
             else:
-                line = f"{item.id} {res['status']}: {res['answer'] or res.get('error', '')}"
+                weak = " (weak evidence)" if res["evidence"] == "weak" else ""
+                line = f"{item.id} {res['status']}{weak}: {res['answer'] or res.get('error', '')}"
                 bar.console.print(safe_text(line), markup=False, highlight=False)
             bar.advance(task)
     if failures:

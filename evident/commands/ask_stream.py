@@ -22,7 +22,15 @@ from langchain_core.messages import AIMessage
 from rich.console import Console
 from rich.markup import escape
 
-from evident.commands.answer import citations_table, exit_code, failed_state, graph_inputs, print_warnings, result_json
+from evident.commands.answer import (
+    citations_table,
+    exit_code,
+    failed_state,
+    graph_inputs,
+    print_warnings,
+    result_json,
+    status_line,
+)
 from evident.commands.common import print_json, safe_text
 from evident.graph.tracing import describe, summarize
 from evident.llm.replies import text_of
@@ -78,7 +86,7 @@ def _print_final(res: dict[str, Any], shown: str) -> None:
         return
     if shown != res["answer"]:  # not printed yet: the run ended before its answer message
         out.print(escape(safe_text(res["answer"])))
-    err.print(f"[bold]Status:[/] {escape(safe_text(res['status']))}")
+    err.print(status_line(res))
     if res.get("acl_dropped"):
         err.print(f"[dim]{res['acl_dropped']} retrieved document(s) hidden: you may not see them[/]")
     print_warnings(err, res)

@@ -153,6 +153,7 @@ def answer_message(state: Mapping[str, Any], update: Mapping[str, Any]) -> AIMes
     status = str(update.get("status") or state.get("status") or "")
     extra: dict[str, Any] = {
         "status": status,
+        "evidence": str(update.get("evidence") or state.get("evidence") or ""),
         "standalone_query": str(state.get("standalone_query") or state.get("query") or ""),
         "citations": [c.model_dump(mode="json") if hasattr(c, "model_dump") else dict(c)
                       for c in update.get("citations") or []],

@@ -77,7 +77,7 @@ class EvidentMethod:
             key=key, query_id=query_id, method="evident", outcome=outcome, answer=answer, facts=facts,
             passages=list(state.get("passages") or []), alignment=list(state.get("alignment") or []),
             timings_ms=dict(state.get("timings_ms") or {}), reason=state.get("error", "") or "; ".join(errors),
-            degraded=bool(errors),
+            degraded=bool(errors), evidence=state.get("evidence") or "none",
         )
 
 

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from evident.models import Evidence
+
 Outcome = Literal["answered", "insufficient", "skipped", "error"]
 
 
@@ -57,6 +59,8 @@ class MethodRecord(BaseModel):
     model_calls: int = 0
     reason: str = Field("", description="why the method was skipped or failed, or which model step failed")
     degraded: bool = Field(False, description="a model step failed and EvidenT answered that step offline")
+    evidence: Evidence | Literal[""] = Field(
+        "", description="EvidenT's `evidence` (clear, weak: a hedged answer, none); '' for the baselines")
     judge: list[str] = Field(default_factory=list, description="LLM-as-judge label per fact (App. D.3)")
 
     @property

@@ -250,6 +250,7 @@ def _postprocess(update: Mapping[str, Any], *, state: Mapping[str, Any] | None =
     error = update.get("error") or (state or {}).get("error")
     out: Summary = {
         "status": status,
+        "evidence": str(update.get("evidence") or (state or {}).get("evidence") or ""),
         "sentences": sentences,
         "citations": len(citations),
         "cited_urls": list(dict.fromkeys(str(_get(c, "url", "")) for c in citations)),
@@ -297,7 +298,8 @@ def summarize(
 # never recorded. `metadata` is a document's own (its ACL included).
 _TEXT_FIELDS = frozenset({"content", "quote", "text", "page_content", "metadata"})
 # Labels a progress event may carry besides its numbers: names of what happened, never text.
-_LABELS = frozenset({"status", "mode", "extractor", "generated_by", "rewritten_by", "answered_by", "unsupported"})
+_LABELS = frozenset({"status", "evidence", "mode", "extractor", "generated_by", "rewritten_by", "answered_by",
+                     "unsupported"})
 
 
 def _message_record(message: Any) -> dict[str, Any]:
@@ -380,6 +382,8 @@ def describe(node: str, summary: Mapping[str, Any]) -> str:
             line += f", {_plural(int(s['citations_repaired']), 'citation')} repaired"
     elif node == step.POSTPROCESS:
         line = f"{node}: {s.get('status') or 'done'}, {_plural(int(s.get('citations', 0)), 'citation')}"
+        if s.get("evidence") == "weak":
+            line += ", weak evidence"
     else:
         line = node
     if isinstance(s.get("latency_ms"), (int, float)):

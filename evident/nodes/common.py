@@ -1,4 +1,4 @@
-"""Helpers every node uses: who is asking on the server, and how long a step took.
+"""Helpers of the nodes: who is asking on the server, how long a step took, and the offline answer.
 
 A node reads its settings with `evident.context.run_settings(runtime)`; on the server, that keeps a
 request to the settings it may set.
@@ -15,8 +15,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from evident.context import EvidentContext
-from evident.models import Principal
-from evident.state import Timed
+from evident.conversation.messages import earlier_answers
+from evident.models import AlignmentDecision, Principal
+from evident.offline.composer import compose_answer
+from evident.state import EvidentState, Timed, read
 
 
 def _field(user: Any, key: str) -> Any:
@@ -56,3 +58,11 @@ def timed(name: str, update: Timed) -> Iterator[None]:
         timings = update.get("timings_ms")
         took = round((time.perf_counter() - start) * 1000, 2)
         update["timings_ms"] = {**(timings if isinstance(timings, dict) else {}), name: took}
+
+
+def offline_draft(state: EvidentState, ctx: EvidentContext) -> str:
+    """The offline composer's answer from the verified passages: what `generate` writes without a model (or
+    when the model failed) and what `verify` falls back to when no sentence of the model's stands. One call
+    for both, so either leaves out what the conversation already said and hedges on weak evidence."""
+    return compose_answer(state["query"], read(AlignmentDecision, state.get("verified")), settings=ctx.offline,
+                          said=earlier_answers(state.get("messages")), weak=state.get("weak_evidence", False))

@@ -21,10 +21,9 @@ from evident.llm.failures import ModelFailure, call_with_retries, describe_failu
 from evident.llm.replies import refusal_of, text_of
 from evident.llm.servers import server_slot
 from evident.models import AlignmentDecision, SourceDocument
-from evident.nodes.common import timed
+from evident.nodes.common import offline_draft, timed
 from evident.nodes.names import GENERATE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
-from evident.offline.composer import compose_answer
 from evident.prompts.render import render_passages
 from evident.state import DraftUpdate, EvidentState, read
 
@@ -72,8 +71,6 @@ def generate(
             except Exception as exc:  # any model failure degrades this step, never the query
                 failure = describe_failure(exc, ctx)
                 update["model_errors"] = [failure.to_error(parts.models.name(ctx), GENERATE, OFFLINE_FALLBACK)]
-        said = earlier_answers(state.get("messages"))
-        update["draft"] = compose_answer(state["query"], read(AlignmentDecision, state.get("verified")),
-                                         settings=ctx.offline, said=said, weak=state.get("weak_evidence", False))
+        update["draft"] = offline_draft(state, ctx)
         update["generated_by"] = "offline"
     return update

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from evident.citations.answer import apply_glossary, known_ids, parse_answer, render_answer, resolve_citation, units_of
+from evident.citations.answer import (
+    apply_glossary,
+    hedged,
+    known_ids,
+    parse_answer,
+    render_answer,
+    resolve_citation,
+    units_of,
+)
 from evident.citations.support import GeneratedSentenceSupport
 from evident.connectors.chunks import cited_in_document, document_of
 from evident.connectors.revisions import pinned
 from evident.context import EvidentContext, run_settings
 from evident.conversation.messages import conclude
-from evident.models import INSUFFICIENT_ANSWER, AlignmentDecision, SourceDocument, Status
+from evident.models import INSUFFICIENT_ANSWER, AlignmentDecision, Evidence, SourceDocument, Status
 from evident.nodes.common import timed
 from evident.nodes.names import POSTPROCESS
 from evident.state import EvidentState, PostprocessUpdate, read
@@ -21,17 +29,21 @@ def postprocess(state: EvidentState, runtime: Runtime[EvidentContext]) -> Postpr
     update: PostprocessUpdate = {}
     with timed(POSTPROCESS, update):
         if state.get("status") == "error":
-            update.update({"answer": "", "citations": []})
+            update.update({"answer": "", "citations": [], "evidence": "none"})
             update["messages"] = conclude(state, update, ctx)
             return update
         verified = read(AlignmentDecision, state.get("verified"))
         docs = read(SourceDocument, state.get("documents"))
         lines = parse_answer(state.get("draft") or "", known_ids(verified))
         cited = [u for u in units_of(lines) if u.urls]
+        evidence: Evidence = "none"
         if not cited:
             # Nothing verifiable survived (or there was nothing to say): never show uncited text.
             answer, citations = INSUFFICIENT_ANSWER, []
         else:
+            # Read from the checked answer itself, whoever wrote it (the offline composer, a model, or the
+            # composer in a model's stead): the fixed lead-in is what tells a reader the passages only come closest.
+            evidence = "weak" if hedged(lines) else "clear"
             pairs = [(u, url) for u in cited for url in dict.fromkeys(u.urls)]
             measure = GeneratedSentenceSupport(ctx.sentence_threshold) if state.get("generated_by") == "model" else None
             citations = [
@@ -53,10 +65,10 @@ def postprocess(state: EvidentState, runtime: Runtime[EvidentContext]) -> Postpr
         degraded = bool(state.get("source_errors") or state.get("model_errors"))
         status: Status
         if answer == INSUFFICIENT_ANSWER:
-            status = "degraded" if degraded else "insufficient"
+            status, evidence = "degraded" if degraded else "insufficient", "none"
         else:
             status = "degraded" if degraded else "answered"
-        update.update({"answer": answer, "citations": citations, "status": status})
+        update.update({"answer": answer, "citations": citations, "status": status, "evidence": evidence})
         # The conversation's next message: the verified answer with its citations (evident/conversation).
         update["messages"] = conclude(state, update, ctx)
     return update

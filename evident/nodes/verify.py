@@ -13,13 +13,21 @@ from langgraph.runtime import Runtime
 
 from evident.alignment.lexicon import content_tokens
 from evident.alignment.sentences import split_sentences
-from evident.citations.answer import PREFACE, Line, Unit, check_answer, known_ids, parse_answer, render_answer, units_of
+from evident.citations.answer import (
+    Line,
+    Unit,
+    check_answer,
+    is_preface,
+    known_ids,
+    parse_answer,
+    render_answer,
+    units_of,
+)
 from evident.citations.support import GeneratedSentenceSupport
 from evident.context import EvidentContext, run_settings
 from evident.models import AlignmentDecision, SourceError
-from evident.nodes.common import timed
+from evident.nodes.common import offline_draft, timed
 from evident.nodes.names import VERIFY
-from evident.offline.composer import compose_answer
 from evident.state import DraftUpdate, EvidentState, read
 
 
@@ -37,7 +45,7 @@ def _uncited_sentences(lines: list[Line], min_tokens: int, query: str) -> tuple[
     for line in lines:
         units: list[Unit] = []
         for u in line.units:
-            if u.urls or not u.text or u.text.startswith(PREFACE):
+            if u.urls or not u.text or is_preface(u):
                 units.append(u)
                 continue
             for text in (u.text[a:b] for a, b in split_sentences(u.text, inside_items=True)):
@@ -73,7 +81,7 @@ def verify(state: EvidentState, runtime: Runtime[EvidentContext]) -> DraftUpdate
         )
         if model_written and not any(u.urls and not u.flagged for u in units_of(lines)):
             # Evidence was verified but none of the model's sentences stands on it: answer extractively.
-            draft = compose_answer(state["query"], verified, settings=ctx.offline)
+            draft = offline_draft(state, ctx)
             lines, more = check_answer(
                 parse_answer(draft, known), verified,
                 n=ctx.ngram_n, threshold=ctx.threshold, unsupported=ctx.unsupported,

@@ -34,7 +34,7 @@ def test_the_graph_declares_messages_in_its_input_and_output(served: DevServer) 
     given = schemas["input_schema"]["properties"]
     assert {"query", "messages"} <= set(given)
     assert not {"query", "messages"} & set(schemas["input_schema"].get("required") or [])
-    assert {"messages", "answer", "citations", "status", "standalone_query"} <= set(
+    assert {"messages", "answer", "citations", "status", "evidence", "standalone_query"} <= set(
         schemas["output_schema"]["properties"])
 
 
@@ -50,6 +50,7 @@ def test_an_sdk_client_holds_a_three_turn_conversation_on_one_thread(served: Dev
         last = messages[-1]
         assert last["content"] == state["answer"]
         assert last["additional_kwargs"]["citations"] == state["citations"]
+        assert last["additional_kwargs"]["evidence"] == state["evidence"] != ""
         assert last["additional_kwargs"]["standalone_query"] == state["query"] == state["standalone_query"]
         retrieved = {r["url"]: r for r in state["retrieved"]}
         texts = {d["url"]: d["content"] for d in state["documents"]}

@@ -319,6 +319,23 @@ def test_insufficient_is_said_plainly(served: DevServer, desktop: Watched) -> No
     assert page.locator("#answer button.chip").count() == 0
 
 
+def test_a_hedged_answer_says_so_above_it(served: DevServer, desktop: Watched) -> None:
+    # The examples say how a stay abroad is requested, not whether Italy for three weeks is allowed: the answer
+    # hedges, the state says so for programs (`evidence`), and the page above the answer and above its turn.
+    weak = "Can I work temporarily from Italy for three weeks next summer, and how do I request the stay?"
+    assert final_state(served, weak)["evidence"] == "weak"
+    page = desktop.page
+    page.goto(f"{served.url}/")
+    ask(page, weak)
+    expect(page.locator("#evidence .evidence-note")).to_contain_text("Weak evidence")
+    expect(page.locator("#answer")).to_contain_text("The documentation does not explicitly state")
+    assert "weak evidence" in page.inner_text("#steps [data-node=postprocess]")
+    ask(page, Q)  # the next question: a clear answer, and the hedged one kept with its note as an earlier turn
+    assert page.locator("#evidence .evidence-note").count() == 0
+    expect(page.locator("#history .turn").nth(0).locator(".evidence-note")).to_contain_text("Weak evidence")
+    assert desktop.errors == [] and desktop.console == []
+
+
 def test_server_failures_are_said_plainly(served: DevServer, desktop: Watched) -> None:
     page = desktop.page
     page.goto(f"{served.url}/")

@@ -147,6 +147,8 @@ def test_a_conversation_begun_on_one_replica_continues_on_the_other(replicas: Re
     # The model saw the first turn, written by the other replica, and rewrote the follow-up from it.
     assert out["standalone_query"] == STANDALONE and out["rewrite"]["rewritten_by"] == "model"
     assert out["status"] == "answered" and out["citations"], out
+    assert out["evidence"] in ("clear", "weak")
+    assert out["messages"][-1]["additional_kwargs"]["evidence"] == out["evidence"]
     on_one, on_two = state_of(one, HANA, thread), state_of(two, HANA, thread)
     assert on_one == on_two
     assert [m["type"] for m in on_one["messages"]] == ["human", "ai", "human", "ai"]

@@ -20,10 +20,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from evident.agent.artifact import EvidenceArtifact
 from evident.agent.evidence import evidence_artifact, tool_content
 from evident.agent.tool import evident_tool
+from evident.citations.answer import PREFACE
 from evident.context import EvidentContext
 from evident.graph import build_graph, graph
 from evident.models import SourceDocument
 from tests.support.agents import ScriptedModel, asking
+from tests.support.offline import CLEAR_QUESTION, HANDBOOK, WEAK_QUESTION
 
 EXPENSES = "How many days do I have to submit an expense report after a trip?"
 PAGES = [
@@ -69,7 +71,7 @@ def test_the_model_reads_numbered_marks_and_the_artifact_keeps_the_spans(example
     message = _call(evident_tool(context=ctx), EXPENSES)
     state = graph.invoke({"query": EXPENSES}, context=ctx)
     artifact = EvidenceArtifact.model_validate(message.artifact)
-    assert artifact.status == "answered" and artifact.answer == state["answer"]
+    assert artifact.status == "answered" and artifact.answer == state["answer"] and artifact.evidence == "clear"
     assert json.loads(json.dumps(message.artifact)) == message.artifact  # plain JSON, as a checkpoint keeps it
     content = message.text
     assert "30 days" in content and "[1]" in content and "[https://" not in content
@@ -117,6 +119,7 @@ def test_the_model_can_set_only_the_question(acl_corpus: EvidentContext) -> None
     # A principal (or a setting) the model writes into its call is not an argument: it is dropped unread.
     message = _call(tool, SECRET_QUESTION, principal={"user": "carol", "groups": ["board"]}, top_n=50)
     assert _leaks(message) == [] and message.artifact["status"] == "insufficient"
+    assert message.artifact["evidence"] == "none"
 
 
 def test_the_served_caller_decides_what_the_tool_reads(acl_corpus: EvidentContext) -> None:
@@ -147,10 +150,26 @@ class _Down(BaseRetriever):
 def test_a_failing_query_says_so_and_the_artifact_keeps_the_status(tmp_path: Path) -> None:
     missing = _call(evident_tool(context=EvidentContext(corpus=[str(tmp_path / "nope")])), "Anything at all?")
     assert missing.artifact["status"] == "error" and "nope" in missing.artifact["error"]
+    assert missing.artifact["evidence"] == "none"
     assert missing.text.startswith("EvidenT could not answer this question:") and "nope" in missing.text
     degraded = _call(evident_tool(build_graph(retriever=_Down())), "When do flights book?")
     assert degraded.artifact["status"] == "degraded"
     assert degraded.artifact["source_errors"] and "could not be searched" in degraded.text
+
+
+def test_a_hedged_answer_is_marked_for_the_agent(tmp_path: Path) -> None:
+    # The page says when unused days expire, not whether they are paid out: the artifact says the evidence
+    # is weak, and the model reads the answer's hedge first.
+    (tmp_path / "handbook.md").write_text(HANDBOOK, encoding="utf-8")
+    tool = evident_tool(context=EvidentContext(corpus=[str(tmp_path)], embeddings="none"))
+    message = _call(tool, WEAK_QUESTION)
+    assert (message.artifact["status"], message.artifact["evidence"]) == ("answered", "weak")
+    assert message.text.startswith(PREFACE) and "[1]" in message.text
+    assert _call(tool, CLEAR_QUESTION).artifact["evidence"] == "clear"
+    # An artifact a thread kept from before the field existed reads as its status said.
+    old = {k: v for k, v in message.artifact.items() if k != "evidence"}
+    assert EvidenceArtifact.model_validate(old).evidence == "clear"
+    assert EvidenceArtifact.model_validate({**old, "status": "insufficient", "citations": []}).evidence == "none"
 
 
 def _unreachable(inputs: dict[str, Any]) -> dict[str, Any]:

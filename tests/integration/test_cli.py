@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.offline import HANDBOOK, WEAK_QUESTION
+
 Q = "How many days do I have to submit an expense report after a trip?"
 
 
@@ -41,9 +43,9 @@ def test_ask_json_shape(index_file: Path, examples: Path) -> None:
     proc = run("ask", Q, "--corpus", str(examples), "--index", str(index_file), "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert set(out) >= {"query", "status", "answer", "citations", "retrieved", "passages", "alignment",
+    assert set(out) >= {"query", "status", "evidence", "answer", "citations", "retrieved", "passages", "alignment",
                         "source_errors", "timings_ms"}
-    assert out["status"] == "answered"
+    assert out["status"] == "answered" and out["evidence"] == "clear"
     retrieved = {r["url"] for r in out["retrieved"]}
     assert all(set(r) >= {"url", "title", "source"} for r in out["retrieved"])
     for c in out["citations"]:
@@ -82,9 +84,29 @@ def test_batch_keeps_order_and_survives_bad_lines(tmp_path: Path, index_file: Pa
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [x.get("id") for x in lines] == ["a", None, "c", "d", "e"]
     assert [x["status"] for x in lines] == ["answered", "error", "error", "insufficient", "error"]
+    assert [x["evidence"] for x in lines] == ["clear", "none", "none", "none", "none"]
     assert f"{batch}:2: invalid JSON" in lines[1]["error"]
     assert 'missing string field "query"' in lines[4]["error"]
     assert proc.returncode == 1  # the batch ran to the end, and says some queries failed
+
+
+def test_a_hedged_answer_is_marked_in_json_plain_and_batch_output(tmp_path: Path) -> None:
+    # The page says when unused days expire, not whether they are paid out: the answer hedges, and says so
+    # to a program (`evidence`) as well as in its words.
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "handbook.md").write_text(HANDBOOK, encoding="utf-8")
+    common = ["--corpus", str(tmp_path / "docs"), "--index", str(tmp_path / "index.sqlite3")]
+    env = {"EVIDENT_EMBEDDINGS": "none"}
+    question = WEAK_QUESTION
+    out = json.loads(run("ask", question, *common, "--json", env=env).stdout)
+    assert (out["status"], out["evidence"]) == ("answered", "weak")
+    assert out["answer"].startswith("The documentation does not explicitly state")
+    plain = run("ask", question, *common, env=env)
+    assert plain.returncode == 0 and "Status: answered (weak evidence" in plain.stdout, plain.stderr
+    batch = tmp_path / "q.jsonl"
+    batch.write_text(json.dumps({"id": "w", "query": question}) + "\n", encoding="utf-8")
+    lines = run("ask", "--batch", str(batch), *common, env={**env, "COLUMNS": "400"})  # one line, unwrapped
+    assert "w answered (weak evidence): The documentation does not explicitly state" in lines.stderr
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,8 @@ def test_a_follow_up_is_retrieved_and_answered_as_its_standalone_question(tmp_pa
     messages = [*(m.model_dump() for m in first.history), {"role": "user", "content": first.query}]
     state = graph.invoke({"messages": messages}, context=ctx)
     assert state["answer"] == london.record.answer
+    assert state["evidence"] == london.record.evidence != ""  # the record keeps how well it is backed
+    assert run.rows["bm25"][0].record.evidence == ""  # a baseline has no such field
 
     # Without its history the same question is another question: different retrieval, not reused.
     bare = evaluate(_bare(queries), ctx, ["evident"], tmp_path, progress=False)

@@ -16,6 +16,7 @@ from evident.citations.answer import CITATION, parse_answer
 from evident.context import EvidentContext
 from evident.graph import build_graph, graph
 from evident.models import INSUFFICIENT_ANSWER
+from tests.support.offline import CLEAR_QUESTION, HANDBOOK, WEAK_QUESTION
 
 
 def _ctx(corpus: Path, **kw: Any) -> EvidentContext:
@@ -70,30 +71,26 @@ def test_short_circuit_to_insufficient(examples: Path) -> None:
     assert "insufficient" in steps and "generate" not in steps and "verify" not in steps
     out = graph.invoke({"query": "zygomorphic quasar lutefisk"}, context=_ctx(examples))
     assert out["answer"] == INSUFFICIENT_ANSWER
-    assert out["citations"] == [] and out["status"] == "insufficient"
+    assert out["citations"] == [] and out["status"] == "insufficient" and out["evidence"] == "none"
 
 
 def test_weak_evidence_is_answered_with_the_preface(tmp_path: Path) -> None:
     # The page says when unused days expire, not whether they are paid out: the gate admits it by a
     # narrow margin, so the answer says first that the documentation does not state it.
-    (tmp_path / "handbook.md").write_text(
-        "# Time off\n\nEmployees get 25 days of annual leave per year. Unused days expire on 31 March of the "
-        "next year.\n\n## Sick leave\n\nSick leave is paid from the first day with a doctor's note.\n\n"
-        "## Travel\n\nTravel is booked through the travel desk.\n\n## Pets\n\n"
-        "Staff may bring a dog to the office on Fridays.\n"
-    )
-    query = {"query": "Are unused vacation days paid out when I resign?"}
+    (tmp_path / "handbook.md").write_text(HANDBOOK)
+    query = {"query": WEAK_QUESTION}
     out = graph.invoke(query, context=_ctx(tmp_path, embeddings="none"))
-    assert out["status"] == "answered"
+    assert out["status"] == "answered" and out["evidence"] == "weak"  # marked for machines, not only in words
     assert out["answer"].startswith("The documentation does not explicitly state the answer")
     assert "Unused days expire on 31 March" in out["answer"]
     _check_grounded(out)
     plain = graph.invoke(query, context=_ctx(tmp_path, embeddings="none", answer_hedge_margin=0.0))
     assert plain["status"] == "answered" and not plain["answer"].startswith("The documentation")
+    assert plain["evidence"] == "clear"
     assert {c["url"] for c in plain["citations"]} == {c["url"] for c in out["citations"]}
     # A question the page answers outright is not hedged.
-    sure = graph.invoke({"query": "How many days of annual leave do I get?"}, context=_ctx(tmp_path, embeddings="none"))
-    assert sure["answer"].startswith("Employees get 25 days")
+    sure = graph.invoke({"query": CLEAR_QUESTION}, context=_ctx(tmp_path, embeddings="none"))
+    assert sure["answer"].startswith("Employees get 25 days") and sure["evidence"] == "clear"
 
 
 def test_quotes_carry_their_heading_path(tmp_path: Path) -> None:

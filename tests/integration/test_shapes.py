@@ -82,7 +82,7 @@ def test_a_messages_state_parent_gets_message_objects_back() -> None:
     assert kept == history
     assert isinstance(answer, AIMessage) and answer.content == out["answer"]
     # The answer's own fields only: nothing of the JSON round trip left in `additional_kwargs`.
-    assert set(answer.additional_kwargs) == {"status", "standalone_query", "citations"}
+    assert set(answer.additional_kwargs) == {"status", "evidence", "standalone_query", "citations"}
     assert BOOKING in Citation.model_validate(answer.additional_kwargs["citations"][0]).quote
 
 

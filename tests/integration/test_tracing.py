@@ -134,6 +134,7 @@ def test_every_node_is_a_run_with_its_summary_and_no_hidden_document(langsmith_a
     assert verify["sentences_removed"] == 0 and verify["sentences_kept"] >= 1
     post = metadata(runs["postprocess"])
     assert post["status"] == "degraded" and post["citations"] == len(out["citations"]) >= 1
+    assert post["evidence"] == out["evidence"] == "clear"
     for name, run in runs.items():
         assert isinstance(metadata(run)["latency_ms"], float), name
 
@@ -175,6 +176,7 @@ def test_the_short_circuit_is_traced_as_insufficient(langsmith_api: LangSmithSer
     assert set(runs) == {"rewrite", "retrieve", "extract", "align", "insufficient", "postprocess"}
     assert metadata(runs["insufficient"])["reason"] == "no passage survived alignment"
     assert metadata(runs["postprocess"])["status"] == "insufficient"
+    assert metadata(runs["postprocess"])["evidence"] == "none"
 
 
 # -- LLM mode: the model's steps, their tokens and every alignment decision ----------------------------

@@ -14,6 +14,16 @@ from evident.offline.composer import OFFLINE_PREFACE
 _CITES = re.compile(r"((?:\[https?://[^\[\]\s]+\])+)")
 
 
+# A page that says when unused leave expires, not whether it is paid out: asked the latter (`WEAK_QUESTION`), the
+# offline gate admits it by a narrow margin and the answer hedges; asked `CLEAR_QUESTION`, it answers outright.
+HANDBOOK = ("# Time off\n\nEmployees get 25 days of annual leave per year. Unused days expire on 31 March of the "
+            "next year.\n\n## Sick leave\n\nSick leave is paid from the first day with a doctor's note.\n\n"
+            "## Travel\n\nTravel is booked through the travel desk.\n\n## Pets\n\n"
+            "Staff may bring a dog to the office on Fridays.\n")
+WEAK_QUESTION = "Are unused vacation days paid out when I resign?"
+CLEAR_QUESTION = "How many days of annual leave do I get?"
+
+
 def decision(pid: str, url: str, quote: str, action: str = "kept") -> AlignmentDecision:
     return AlignmentDecision(
         passage_id=pid,

@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 
-from evident.citations.answer import PREFACE
-
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
@@ -30,9 +28,9 @@ manual = _load()
 CORPUS = Path("/cache/corpus")
 
 
-def _result(answer: str, url: str = "git-gc.html", status: str = "answered") -> dict[str, Any]:
+def _result(answer: str, url: str = "git-gc.html", status: str = "answered", evidence: str = "clear") -> dict[str, Any]:
     full = f"file:///cache/corpus/{url}"
-    return {"status": status, "answer": f"{answer} [{full}]", "citations": [{"url": full}]}
+    return {"status": status, "evidence": evidence, "answer": f"{answer} [{full}]", "citations": [{"url": full}]}
 
 
 QUESTION = {"id": "q", "question": "?", "answerable": True, "fact": [r"6700"],
@@ -53,7 +51,8 @@ def test_the_question_file_has_30_answerable_and_6_unanswerable_questions() -> N
     (_result("The default value is 6700.", "git-config.html"), manual.RIGHT),
     (_result("The default value is 6700.", "git-repack.html"), manual.OTHER_PAGE),
     (_result("The default value is 50."), manual.MISLEADING),
-    (_result(f"{PREFACE} the answer; these passages come closest: 6700."), manual.HEDGED),
+    # Hedged is what the answer's `evidence` says, whatever its words (the fact may well be among them).
+    (_result("The default value is 6700.", evidence="weak"), manual.HEDGED),
     ({"status": "insufficient", "answer": "Not sufficient information to answer.", "citations": []}, manual.REFUSED),
     ({"status": "error", "answer": "", "citations": []}, manual.ERROR),
 ])
@@ -68,7 +67,7 @@ def test_a_fact_only_in_a_citation_mark_is_not_stated() -> None:
 
 def test_an_unanswerable_question_is_right_only_when_refused_or_hedged() -> None:
     assert manual.judge(UNANSWERABLE, _result("The default value is 6700."), CORPUS) == manual.ANSWERED
-    assert manual.judge(UNANSWERABLE, _result(f"{PREFACE} the answer: 6700."), CORPUS) == manual.HEDGED
+    assert manual.judge(UNANSWERABLE, _result("The default value is 6700.", evidence="weak"), CORPUS) == manual.HEDGED
     refused = {"status": "insufficient", "answer": "Not sufficient information to answer.", "citations": []}
     assert manual.judge(UNANSWERABLE, refused, CORPUS) == manual.REFUSED
 

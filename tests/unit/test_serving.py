@@ -22,7 +22,7 @@ from evident.commands.serve import (
     tracing_configured,
 )
 from evident.context import ConfigError, ContextWithDefaults, EvidentContext, forget_file_defaults
-from evident.graph.tracing import describe, summarize
+from evident.graph.tracing import describe, progress, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -290,6 +290,7 @@ def test_mcp_serves_the_tool_while_the_app_runs(examples: Path, monkeypatch: pyt
         assert answered.status_code == 200, answered.text
         result = answered.json()["result"]
         assert result["structuredContent"]["status"] == "answered" and not result["isError"]
+        assert result["structuredContent"]["evidence"] == "clear"  # a hedged answer would say "weak"
         assert "Sources:" in result["content"][0]["text"]
         unknown = client.post("/mcp", json={**call, "params": {"name": "shell", "arguments": {}}}, headers=headers)
         assert unknown.json()["result"]["isError"] and "unknown tool 'shell'" in unknown.text
@@ -333,4 +334,7 @@ def test_descriptions_of_steps() -> None:
     assert describe("align", align) == "align: 1 kept, 0 corrected, 0 truncated, 0 relinked, 1 dropped"
     assert describe("postprocess", summarize("postprocess", {"status": "insufficient", "citations": []})) == (
         "postprocess: insufficient, 0 citations")
+    hedged = summarize("postprocess", {"status": "answered", "evidence": "weak", "citations": [{"url": "u"}]})
+    assert describe("postprocess", hedged) == "postprocess: answered, 1 citation, weak evidence"
+    assert progress("postprocess", hedged)["evidence"] == "weak"  # a label the custom stream may carry
     assert summarize("unknown-node", {"x": 1}) == {}

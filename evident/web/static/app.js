@@ -1,7 +1,7 @@
 // The answer page: ask, follow the graph's steps, read the verified answer, open its citations.
 
 import { append, clear, h, show } from "./dom.js";
-import { ACTIONS, otherSpans, plainAnswer, renderAnswer, renderSources, renderStatus,
+import { ACTIONS, evidenceNote, otherSpans, plainAnswer, renderAnswer, renderSources, renderStatus,
   renderTrail, resetNumbers, showDocument, showError } from "./views.js";
 import { HttpError, ask, newThread, recheckThread, sendFeedback } from "./stream.js";
 
@@ -56,7 +56,8 @@ function summary(node, update, current) {
       const removed = count(update.removed_sentences);
       return removed ? `${plural(removed, "sentence")} removed` : "every sentence supported";
     }
-    case "postprocess": return `status: ${update.status ?? current.status ?? "?"}`;
+    case "postprocess": return `status: ${update.status ?? current.status ?? "?"}`
+      + ((update.evidence ?? current.evidence) === "weak" ? ", weak evidence" : "");
     default: return "";
   }
 }
@@ -121,7 +122,7 @@ function closeDocument() {
 
 function reset() {
   state = {};
-  for (const id of ["steps", "answer", "answer-actions", "sources", "source-failures", "trail", "removed", "alerts"]) clear($(id));
+  for (const id of ["steps", "evidence", "answer", "answer-actions", "sources", "source-failures", "trail", "removed", "alerts"]) clear($(id));
   for (const id of ["answer-panel", "sources-panel", "trail-panel", "doc-panel", "asked-as"]) show($(id), false);
 }
 
@@ -253,6 +254,7 @@ function renderHistory() {
     else renderAnswer(turn.state, (index, chip) => openCitation(turn.state, index, chip), answer);
     list.append(h("li", { class: "turn" },
       h("p", { class: "turn-question bubble question" }, turn.question),
+      evidenceNote(turn.state),
       answer,
       turn.state.status === "error" ? null : answerActions(turn, answer)));
   }
@@ -285,6 +287,7 @@ function finish(final, turn) {
   renderTrail(final, openSpans);
   if (final.status !== "error") {
     show($("answer-panel"));
+    append(clear($("evidence")), [evidenceNote(final)]);
     renderAnswer(final, (index, chip) => openCitation(final, index, chip));
     // A refusal cites nothing: there is no sentence to check by opening a citation.
     const refused = final.status === "insufficient" || String(final.answer || "").trim() === REFUSAL

@@ -168,6 +168,14 @@ function banner(kind, title, text, items = []) {
     items.length ? h("ul", {}, items.map((item) => h("li", {}, item))) : null);
 }
 
+/** A hedged answer said next to it (`evidence` "weak"): the documentation does not state it explicitly, so the
+ * passages it quotes come closest but may not answer. null for any other answer. */
+export function evidenceNote(state) {
+  if (state.evidence !== "weak") return null;
+  return h("p", { class: "evidence-note", "data-evidence": "weak" }, h("strong", {}, "Weak evidence: "),
+    "the documentation does not state the answer explicitly; the quoted passages come closest and may not answer it.");
+}
+
 /** The status said plainly: degraded (and why), insufficient, error; what the request had ignored. */
 export function renderStatus(state) {
   const alerts = clear($("alerts"));
