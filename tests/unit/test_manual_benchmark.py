@@ -3,28 +3,15 @@ against the manual's text (so the benchmark cannot rot silently when the manual 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.support.benchmarks import load_benchmark
 
-
-def _load() -> ModuleType:
-    sys.path.insert(0, str(BENCHMARKS))  # manual.py imports machine_info beside it, as when run as a script
-    spec = importlib.util.spec_from_file_location("manual_benchmark", BENCHMARKS / "manual.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-manual = _load()
+manual = load_benchmark("manual")
 CORPUS = Path("/cache/corpus")
 
 

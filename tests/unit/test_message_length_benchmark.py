@@ -3,23 +3,11 @@ graph's `status` and `evidence` say."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.support.benchmarks import load_benchmark
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("message_length_benchmark", BENCHMARKS / "message_length.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load()
+bench = load_benchmark("message_length")
 SITUATION = "My father died last month and I was his carer for ten years before that happened to us."
 
 
