@@ -8,6 +8,12 @@ order), so spans into a section are spans into the source; its id is `<url>#sect
 carries `section_of` (the document's id), `section_start` (where the slice begins) and
 `section_outline` (the headings above that start, so its quotes' heading paths are the document's) in
 metadata.
+
+A section keeps its document's title: the title is what the page is named for, which the search weighs
+(`embedded.TITLE_WEIGHT`) and every quote's heading path starts with. The heading a cut happens to fall
+before names only the section's first lines (in git's git-config(1): "lines", one of the values listed
+under diff.dirstat), so a title made of it weighed that word 20 times for a hundred thousand characters of
+text, and stood above the document's own headings in the path of every quote from there.
 """
 
 from __future__ import annotations
@@ -31,14 +37,11 @@ def split_sections(doc: SourceDocument, budget: int) -> list[SourceDocument]:
     pieces = [(start, end) for start, end in pairwise(bounds) if text[start:end].strip()]
     sections = []
     for number, (start, end) in enumerate(pieces, start=1):
-        body = text[start:end]
-        heading = _heading(body)
-        title = f"{doc.title} — {heading}" if heading and doc.title else heading or doc.title
         sections.append(
             SourceDocument(
                 url=f"{doc.url}{SECTION_MARK}{number}",
-                title=f"{title} ({number}/{len(pieces)})",
-                content=body,
+                title=doc.title,
+                content=text[start:end],
                 source=doc.source,
                 source_type=doc.source_type,
                 metadata={**doc.metadata, "section_of": doc.url, "section": number,
@@ -80,7 +83,3 @@ def _last_heading(text: str, low: int, high: int) -> int | None:
         last = match.end()
     return last
 
-
-def _heading(body: str) -> str:
-    first = body.lstrip("\n").split("\n", 1)[0]
-    return first.lstrip("#").strip() if first.startswith("#") else ""
