@@ -9,10 +9,14 @@ the time left. Meanwhile every query is answered by words over every document an
 documents embedded so far, and says so (`partly_embedded`).
 
 Bounded: one thread, one index at a time, each index queued once; a failed run is tried again by the next
-request after RETRY_AFTER_S, not by every request. Cancellable: `stop()` (the server's shutdown) ends the
-run before its next step; the steps committed stay, and the next start goes on from there. Consistent:
-each step is one SQLite transaction under the index's write lock, so readers see a step whole or not at
-all, and a refresh by another process waits for one step, not for the whole embedding.
+request after RETRY_AFTER_S, not by every request. One process at a time per index: while another holds
+`<index>.embedding.lock` (an `evident index`, another replica), this one leaves the work to it and looks
+again after RETRY_AFTER_S; its committed steps show in this process's searches meanwhile.
+
+Cancellable: `stop()` (the server's shutdown) ends the run before its next step; the steps committed stay,
+and the next start goes on from there. Consistent: each step is one SQLite transaction under the index's
+write lock, so readers see a step whole or not at all, and a refresh by another process waits for one
+step, not for the whole embedding.
 
 `[embeddings] background` (`EVIDENT_EMBEDDINGS_BACKGROUND`, on by default) turns it off; then a served index
 ranks by meaning only what `evident index` embedded.
@@ -60,7 +64,7 @@ def embedded_indexes(retriever: BaseRetriever) -> Iterator[tuple[str, StoresVect
 class _Job:
     name: str
     work: Work
-    state: str = "queued"  # queued, running, done, stopped, failed
+    state: str = "queued"  # queued, running, done, stopped, failed, elsewhere (another process embeds it)
     detail: str = ""
     finished_at: float = 0.0
 
@@ -87,8 +91,9 @@ class BackgroundEmbedding:
             job = self._jobs.get(key)
             if job is not None and job.state in ("queued", "running"):
                 return True
-            if job is not None and job.state == "failed" and time.monotonic() - job.finished_at < self.retry_after_s:
-                return False
+            if job is not None and job.state in ("failed", "elsewhere") and (
+                    time.monotonic() - job.finished_at < self.retry_after_s):
+                return job.state == "elsewhere"  # another process embeds it: it goes on, not here
             self._jobs[key] = _Job(name, work)
             if self._thread is None or not self._thread.is_alive():
                 self._stop.clear()
@@ -130,8 +135,9 @@ class BackgroundEmbedding:
                 state, detail = "failed", str(message)
             else:
                 stopped = stats is not None and stats.stopped
-                state = "stopped" if stopped else "done"
-                detail = "" if stats is None else f"{stats.documents} documents in {stats.seconds:.1f} s"
+                state = "elsewhere" if stats is not None and stats.elsewhere else "stopped" if stopped else "done"
+                detail = ("" if stats is None or stats.elsewhere
+                          else f"{stats.documents} documents in {stats.seconds:.1f} s")  # fmt: skip
                 if stopped:
                     log.info("evident: embedding of source %s stopped after %s; the next start goes on",
                              job.name, detail)  # fmt: skip
@@ -159,7 +165,7 @@ class BackgroundEmbedding:
             return self._idle.wait_for(lambda: self._thread is None, timeout_s)
 
     def status(self) -> dict[str, Any]:
-        """{source: state} of every index handed over ("queued", "running", "done", "stopped", "failed")."""
+        """{source: state} of every index handed over ("queued", "running", "done", "failed", "elsewhere")."""
         with self._lock:
             return {job.name: job.state if not job.detail else f"{job.state} ({job.detail})"
                     for job in self._jobs.values()}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from filelock import FileLock
 from numpy.typing import NDArray
 from starlette.testclient import TestClient
 
@@ -234,4 +235,24 @@ def test_a_question_embeds_an_index_built_by_words_alone(tmp_path: Path, resolve
     retriever = LocalCorpusRetriever.from_corpus(folder, index_path=tmp_path / "i.sqlite3")
     assert retriever.embed_up_to == 0 and retriever.embeds_before_search(scorer.model_id)
     assert prepare_meaning(retriever, resolved, QUESTION, 0.4).errors == []
+    assert retriever.missing_vectors(scorer.model_id) == (0, 4)
+
+
+def test_one_process_embeds_an_index_at_a_time(tmp_path: Path, resolved: ResolvedEmbeddings,
+                                               scorer: SemanticScorer) -> None:
+    _, retriever = _partial_retriever(tmp_path, scorer, 1)
+    background = BackgroundEmbedding()
+    # Another process (an `evident index`, another replica) is embedding this index: it is left to it.
+    with FileLock(f"{retriever.index_path}.embedding.lock"):
+        assert background.embed("local", retriever, scorer)
+        assert background.wait(WAIT_S)
+        assert background.status() == {"local": "elsewhere"}
+        assert retriever.missing_vectors(scorer.model_id) == (3, 4)
+        # Asked again meanwhile, it does not look again before RETRY_AFTER_S; the embedding goes on (there).
+        prepared = prepare_meaning(retriever, resolved, QUESTION, 0.4, before_search=False, background=background)
+        assert prepared.errors[0].message.endswith("its embedding goes on in the background")
+        # `evident index`, asked by its user, embeds beside it; each step stores only what is still missing.
+        with LocalIndex(retriever.index_path) as index:
+            assert index.embed(scorer, beside_another=False).elsewhere
+            assert index.embed(scorer).documents == 3
     assert retriever.missing_vectors(scorer.model_id) == (0, 4)

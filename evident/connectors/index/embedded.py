@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
@@ -255,11 +256,17 @@ class LocalIndex(MirroredStore):
             return unembedded(self._conn, model_id)
 
     def embed(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None,
-              step_windows: int = STEP_WINDOWS, stop: Callable[[], bool] | None = None) -> EmbedStats:
+              step_windows: int = STEP_WINDOWS, stop: Callable[[], bool] | None = None,
+              beside_another: bool = True) -> EmbedStats:
         """Embed the windows of every document that has no vectors of `scorer`'s model (all of them
         when the model changed), in transactions of about `step_windows` windows, each under the write
         lock (`vectors.embed_missing`); `stop()` true before a step ends the run there. An interruption
         or an embeddings failure (raised) keeps what was committed.
+
+        A run holds `<index>.embedding.lock` while it lasts. When another process holds it (an `evident
+        index`, another replica's background embedding), a run with `beside_another` false returns at once
+        (`EmbedStats.elsewhere`) rather than embed the same documents twice over; `evident index`, asked by
+        its user, embeds anyway (each step stores what is still missing, so nothing is stored twice).
 
         This object's searches wait for the whole run (one connection): a search that must not, opens
         its own `LocalIndex` on the file, as `LocalCorpusRetriever.embed_index` does."""
@@ -270,8 +277,18 @@ class LocalIndex(MirroredStore):
             with self._write_lock.hold(), _transaction(self._conn):
                 yield
 
-        with self._lock, self._guard():
-            return embed_missing(self._conn, scorer, step, progress, step_windows, stop)
+        running = FileLock(f"{self.path}.embedding.lock")
+        try:
+            running.acquire(timeout=0)
+        except Timeout:
+            if not beside_another:
+                return EmbedStats(model_id=scorer.model_id, elsewhere=True)
+        try:
+            with self._lock, self._guard():
+                return embed_missing(self._conn, scorer, step, progress, step_windows, stop)
+        finally:
+            if running.is_locked:
+                running.release()
 
     def get(self, url: str, *, visible: Sequence[str] | None = None) -> SourceDocument | None:
         """The document whose id is `url` as the index holds it now; with `visible` (the caller's visibility
@@ -603,6 +620,6 @@ def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
 
 
 def _remove_index_files(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal", ".lock"):
+    for suffix in ("", "-wal", "-shm", "-journal", ".lock", ".embedding.lock"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     shutil.rmtree(f"{path}.tantivy", ignore_errors=True)

@@ -99,13 +99,19 @@ class LocalCorpusRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
         what was stored before stays.
 
         It writes through a `LocalIndex` of its own, so this retriever's searches go on meanwhile (a served
-        index embedding in the background), each seeing the steps committed so far."""
+        index embedding in the background), each seeing the steps committed so far. While another process
+        embeds the index it does nothing (`EmbedStats.elsewhere`): the searches see that one's steps."""
         with self._embedding:
             if self.missing_vectors(scorer.model_id)[0] == 0:
                 return None
             log.info("%s: embedding the index with %s", self.index_path, scorer.model_id)
             with LocalIndex(self.index_path, limits=self.limits) as index:
-                stats = index.embed(scorer, progress=progress, stop=stop, step_windows=self.embed_step_windows)
+                stats = index.embed(scorer, progress=progress, stop=stop, step_windows=self.embed_step_windows,
+                                    beside_another=False)  # fmt: skip
+            if stats.elsewhere:
+                log.info("%s: another process is embedding the index; its steps show here as they commit",
+                         self.index_path)  # fmt: skip
+                return stats
             log.info("%s: embedded %d documents (%d windows) in %.1f s%s", self.index_path, stats.documents,
                      stats.windows, stats.seconds, " (stopped)" if stats.stopped else "")  # fmt: skip
             return stats

@@ -56,6 +56,7 @@ class EmbedStats:
     model_id: str = ""
     reset: bool = False  # the vectors of another model were deleted first
     stopped: bool = False  # asked to stop before every document had its vectors (`stop`)
+    elsewhere: bool = False  # not run: another process is embedding this index (`LocalIndex.embed`)
 
 
 @dataclass(frozen=True)
@@ -174,8 +175,9 @@ def embed_missing(
                     # Another run switched the index to another model meanwhile: these vectors are not wanted.
                     return EmbedStats(documents, windows, time.perf_counter() - started, model_id, reset, stopped=True)
                 step_marks = ", ".join("?" for _ in step)
+                # Those still without vectors: another run (another process) may have stored some meanwhile.
                 now = {int(i): (str(title), str(digest)) for i, title, digest in conn.execute(
-                    f"SELECT id, title, content_hash FROM documents WHERE id IN ({step_marks})",
+                    f"SELECT id, title, content_hash {_UNEMBEDDED} AND id IN ({step_marks})",
                     [document_id for document_id, _, _ in step])}  # fmt: skip
                 at = 0
                 for document_id, spans, texts in step:
