@@ -256,3 +256,12 @@ def test_one_process_embeds_an_index_at_a_time(tmp_path: Path, resolved: Resolve
             assert index.embed(scorer, beside_another=False).elsewhere
             assert index.embed(scorer).documents == 3
     assert retriever.missing_vectors(scorer.model_id) == (0, 4)
+
+
+def test_a_candidate_without_vectors_is_fused_by_its_words_alone() -> None:
+    from evident.embeddings.meaning import fuse
+
+    # Words 10, 5, 8; meaning 0.5, 0.25 and unknown: the third ranks as the words rank it (0.8), where a
+    # cosine of 0 would have sunk it below the second, and it does not set the best cosine's scale.
+    assert fuse([10.0, 5.0, 8.0], [0.5, 0.25, None], 0.4) == pytest.approx([1.0, 0.5, 0.8])
+    assert fuse([10.0, 5.0, 8.0], [0.5, 0.25, 0.0], 0.4) == pytest.approx([1.0, 0.5, 0.48])
