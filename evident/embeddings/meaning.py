@@ -6,7 +6,10 @@ Hybrid ranking is one convex combination, the same for the embedded index and fo
 
 over one query's candidates, `w` = `semantic_weight` (SEMANTIC_WEIGHT by default; 0 ranks by words
 alone). Dividing by the best of each puts BM25's unbounded scores and cosines on one scale without
-knowing either's distribution; a document the words did not find has lexical score 0.
+knowing either's distribution; a document the words did not find has lexical score 0. A document whose
+meaning is not known yet (an index still being embedded) scores by the words alone, `lexical / best
+lexical`: the weights are shared among the signals it has, so it ranks among the others as the words
+would rank it, neither lifted nor sunk by a cosine it does not have.
 
 `SEMANTIC_WINDOWS` is the metadata key under which a retrieved document carries the cosines of its
 windows (`evident.embeddings.windows`) to the query: [[start, end, cosine], ...], spans into its text.
@@ -52,13 +55,17 @@ class QueryMeaning:
         return self.scorer.model_id
 
 
-def fuse(lexical: Sequence[float], semantic: Sequence[float], weight: float) -> list[float]:
-    """The convex combination of the module docstring, per candidate (same order as the inputs)."""
+def fuse(lexical: Sequence[float], semantic: Sequence[float | None], weight: float) -> list[float]:
+    """The convex combination of the module docstring, per candidate (same order as the inputs); a
+    `semantic` of None (not known) leaves that candidate to its words."""
     best_lexical = max((s for s in lexical if s > 0), default=0.0)
-    best_semantic = max((s for s in semantic if s > 0), default=0.0)
+    best_semantic = max((s for s in semantic if s is not None and s > 0), default=0.0)
     out = []
     for lex, sem in zip(lexical, semantic, strict=True):
         words = lex / best_lexical if best_lexical > 0 and lex > 0 else 0.0
+        if sem is None:
+            out.append(words)
+            continue
         meaning = sem / best_semantic if best_semantic > 0 and sem > 0 else 0.0
         out.append((1.0 - weight) * words + weight * meaning)
     return out

@@ -25,6 +25,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from evident.connectors.acl import PrincipalError, coerce_principal
+from evident.connectors.background import BACKGROUND
 from evident.connectors.federated import FederatedResult, FederatedRetriever, url_key
 from evident.connectors.query_meaning import PreparedMeaning, prepare_meaning
 from evident.connectors.rerank import rerank_by_meaning
@@ -203,13 +204,18 @@ def _prepare(state: EvidentState, ctx: EvidentContext, update: QueryStart, runti
         return None
     federated, query = as_federated(retriever, ctx), state["query"].strip()
     resolved = parts.embeddings.resolve(ctx)
-    meaning = prepare_meaning(federated, resolved, query, ctx.semantic_weight)
+    # A server never embeds an index inside a request: that is minutes for a manual (its background does it).
+    before = not served(runtime)
+    background = BACKGROUND if served(runtime) and ctx.embeddings_background else None
+    meaning = prepare_meaning(federated, resolved, query, ctx.semantic_weight, before_search=before,
+                              background=background)
     conversation: Conversation | None = None
     earlier = earlier_turns(state.get("messages")) if ctx.conversation_weight else []
     text = conversation_text(earlier, ctx.max_query_chars)
     if text:
         # Its embedding failing leaves the conversation's search to the words; the new turn's says so.
-        conversation = text, prepare_meaning(federated, resolved, text, ctx.semantic_weight).meaning
+        conversation = text, prepare_meaning(federated, resolved, text, ctx.semantic_weight,
+                                             before_search=before, background=background).meaning
     return federated, query, principal, meaning, conversation
 
 

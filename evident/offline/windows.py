@@ -246,7 +246,10 @@ def candidate_windows(
                 scores[(d, u.idx)] = 0.0
     if meaning:
         keys = list(scores)
-        fused = fuse([scores[key] for key in keys], [cosine.get(key, 0.0) for key in keys], semantic_weight)
+        # A page that carries no windows at all (not embedded yet: an index still being embedded) has no
+        # meaning to read: its units rank by their words (`fuse`), not as if meaning had found them unrelated.
+        fused = fuse([scores[key] for key in keys],
+                     [cosine.get(key, 0.0) if meaning[key[0]] else None for key in keys], semantic_weight)
         scores = dict(zip(keys, fused, strict=True))
 
     order = sorted(scores, key=lambda k: (-scores[k], k[0], k[1]))
@@ -279,7 +282,8 @@ def candidate_windows(
         # cosine: the gate reads its words, as it reads a page retrieved by words alone.
         best = [max((cosine[w.doc, k] for k in range(w.first, w.last + 1) if (w.doc, k) in cosine), default=None)
                 for w in windows]  # fmt: skip
-        fused = fuse([w.score for w in windows], [cos or 0.0 for cos in best], semantic_weight)
+        fused = fuse([w.score for w in windows], [cos or 0.0 if meaning[w.doc] else None
+                                                  for w, cos in zip(windows, best, strict=True)], semantic_weight)
         for w, score, cos in zip(windows, fused, best, strict=True):
             w.score = score
             w.cosine = cos

@@ -34,8 +34,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 import evident
+from evident.connectors.background import BACKGROUND, embedded_indexes
 from evident.connectors.retrievers import default_retriever
 from evident.context import ConfigError, EvidentContext
+from evident.embeddings import resolve_embeddings
 from evident.web.auth import identify
 from evident.web.browser import BrowserGuard
 from evident.web.feedback import give_feedback
@@ -62,18 +64,46 @@ def _warm_up() -> dict[str, Any]:
     """
     started = time.perf_counter()
     try:
-        default_retriever(EvidentContext.from_env())
+        ctx = EvidentContext.from_env()
+        retriever = default_retriever(ctx)
     except Exception as exc:  # the server still starts: /health says what is wrong
         log.warning("evident: the retriever is not ready: %s", exc)
         return {"ready": False, "error": str(exc)}
+    _embed_in_background(ctx, retriever)
     return {"ready": True, "warm_up_ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
+def _embed_in_background(ctx: EvidentContext, retriever: Any) -> None:
+    """Hand every index of the retriever that lacks vectors of the configured model to the background
+    embedding (evident/connectors/background.py), so the server answers at once and gains meaning as it goes.
+    A graph given its own embeddings (`build_graph(embeddings=...)`) has its indexes handed over by its
+    first query instead."""
+    if not ctx.embeddings_background:
+        return
+    scorer = resolve_embeddings(ctx).scorer
+    if scorer is None or ctx.semantic_weight <= 0:
+        return
+    for name, index in embedded_indexes(retriever):
+        try:
+            missing, total = index.missing_vectors(scorer.model_id)
+        except Exception as exc:  # its own searches report it; the server starts
+            log.warning("evident: cannot tell how far source %s is embedded: %s", name, exc)
+            continue
+        if missing:
+            log.info("evident: source %s lacks the vectors of %d of %d documents: embedding them in the "
+                     "background; until then it ranks them by words", name, missing, total)  # fmt: skip
+            BACKGROUND.embed(name, index, scorer)
 
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.retriever = await asyncio.to_thread(_warm_up)
-    async with mcp_endpoint.running():
-        yield
+    try:
+        async with mcp_endpoint.running():
+            yield
+    finally:
+        # Ends the embedding before its next step; what it committed stays for the next start.
+        await asyncio.to_thread(BACKGROUND.stop)
 
 
 def ok(request: Request) -> JSONResponse:
@@ -98,6 +128,7 @@ def health(request: Request) -> JSONResponse:
         "model": ctx.model if ctx.resolved_mode == "llm" else None,
         "sources": len(ctx.sources) or len(ctx.corpus_paths()),
         "retriever": retriever,
+        "embedding": BACKGROUND.status(),
         "auth": _auth_mode(),
     }
     return _health_response(request, body)

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.embeddings
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for var in ("EVIDENT_CONFIG", "EVIDENT_EMBEDDINGS", "EVIDENT_EMBEDDINGS_MODEL", "EVIDENT_EMBEDDINGS_BASE_URL",
-                "EVIDENT_EMBEDDINGS_TIMEOUT", "EVIDENT_EMBEDDINGS_MODEL_FILE", "EVIDENT_EMBEDDINGS_THREADS"):
+                "EVIDENT_EMBEDDINGS_TIMEOUT", "EVIDENT_EMBEDDINGS_MODEL_FILE", "EVIDENT_EMBEDDINGS_THREADS",
+                "EVIDENT_EMBEDDINGS_BACKGROUND"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
 
@@ -74,7 +75,7 @@ def test_an_unknown_provider_is_refused(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_a_served_request_may_not_set_any_embeddings_setting() -> None:
     names = [n for n in EvidentContext.model_fields if n.startswith("embeddings")]
-    assert len(names) == 10 and not set(names) & REQUEST_SETTINGS
+    assert len(names) == 11 and not set(names) & REQUEST_SETTINGS
     allowed, refused = split_request_settings({"embeddings": "openai", "embeddings_base_url": "http://evil.test/v1",
                                                "embeddings_model_file": "/etc/passwd", "top_n": 3})
     assert allowed == {"top_n": 3}
@@ -139,3 +140,11 @@ def test_the_local_model_uses_every_core_it_may_run_on_unless_told() -> None:
     assert available_cores() == len(os.sched_getaffinity(0))
     assert LocalEmbeddings().threads == available_cores()  # no model is loaded to know this
     assert LocalEmbeddings(threads=1).threads == 1
+
+
+def test_a_server_embeds_in_the_background_unless_told_not_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert EvidentContext().embeddings_background
+    path = write(tmp_path, "[embeddings]\nbackground = false\n")
+    assert not EvidentContext.from_env(path).embeddings_background
+    monkeypatch.setenv("EVIDENT_EMBEDDINGS_BACKGROUND", "true")
+    assert EvidentContext.from_env(path).embeddings_background

@@ -19,10 +19,13 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Sequence
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
@@ -58,6 +61,7 @@ from evident.connectors.index.vectors import (
     embed_missing,
     load_vectors,
     ranked_by_meaning,
+    stored_model,
     unembedded,
     vectors_generation,
     vectors_key,
@@ -153,10 +157,12 @@ class LocalIndex(MirroredStore):
         `visible`: the caller's visibility tokens (`visibility.principal_tokens`); only documents holding
         one are searched, and the ranking's statistics count only them. None searches every document.
 
-        `meaning`: the query's vector. When every document has vectors of its model (`embed`), the
-        ranking is hybrid (`evident.embeddings.meaning.fuse` of BM25 and the best window's cosine) and
-        each document carries its windows' cosines in metadata (`SEMANTIC_WINDOWS`); a document the
-        words did not find scores 0 by BM25. Otherwise the ranking is BM25's alone.
+        `meaning`: the query's vector. When the index has vectors of its model (`embed`), the ranking is
+        hybrid (`evident.embeddings.meaning.fuse` of BM25 and the best window's cosine) and each document
+        with vectors carries its windows' cosines in metadata (`SEMANTIC_WINDOWS`); a document the words
+        did not find scores 0 by BM25. While the embedding is unfinished (`unembedded`), a document without
+        vectors yet is ranked by its words alone and carries no cosine. Without vectors of the model the
+        ranking is BM25's alone.
         """
         terms, weights = weighted_terms(query)
         if k <= 0 or (visible is not None and not visible) or (not terms and meaning is None):
@@ -209,7 +215,8 @@ class LocalIndex(MirroredStore):
             marks = ", ".join("?" for _ in wanted)
             for row in self._conn.execute(f"SELECT {_READ} FROM documents WHERE id IN ({marks})", wanted):
                 rows[int(row[7])] = row
-        candidates = [Candidate(_document(rows[i]), bm25.get(i, 0.0), loaded.windows_of(i, cosines)) for i in rows]
+        candidates = [Candidate(_document(rows[i]), bm25.get(i, 0.0),
+                                loaded.windows_of(i, cosines) if loaded.has(i) else None) for i in rows]  # fmt: skip
         return hybrid_ranking(candidates, terms, meaning.weight, k, self.title_first_boost)
 
     def _visible_ids(self, visible: Sequence[str]) -> list[int]:
@@ -220,19 +227,28 @@ class LocalIndex(MirroredStore):
             f"SELECT DISTINCT document_id FROM document_visibility WHERE token IN ({marks})", tokens)]
 
     def _loaded_vectors(self, model_id: str) -> LoadedVectors | None:
-        """The index's vectors of `model_id` in memory, or None when some document has none yet."""
+        """The index's vectors of `model_id` in memory (those of every document embedded so far), or None
+        when it has none of that model."""
         key = (self._generation(), vectors_generation(self._conn), vectors_key(model_id))
-        if self._vectors is not None and self._vectors.key == key:
-            return self._vectors
-        if unembedded(self._conn, model_id) > 0:
-            return None
-        self._vectors = load_vectors(self._conn, key)
-        return self._vectors
+        if self._vectors is None or self._vectors.key != key:
+            if stored_model(self._conn) != key[2]:
+                return None
+            # One read transaction: the generations and the rows are of the same moment, while an embedding
+            # run in another connection commits its steps.
+            with _snapshot(self._conn):
+                key = (self._generation(), vectors_generation(self._conn), vectors_key(model_id))
+                self._vectors = load_vectors(self._conn, key)
+        return self._vectors if len(self._vectors.documents) else None
 
     def ready(self, model_id: str) -> bool:
-        """Whether every document has vectors of `model_id` (then they are in memory for the search)."""
+        """Whether every document has vectors of `model_id`."""
         with self._reading():
-            return self._loaded_vectors(model_id) is not None
+            return unembedded(self._conn, model_id) == 0
+
+    def embedding_started(self, model_id: str) -> bool:
+        """Whether an embedding run with `model_id` ever started on this index (its vectors are that model's)."""
+        with self._reading():
+            return stored_model(self._conn) == vectors_key(model_id)
 
     def unembedded(self, model_id: str) -> int:
         """How many documents have no vectors of `model_id` yet (`embed` gives them theirs)."""
@@ -240,13 +256,39 @@ class LocalIndex(MirroredStore):
             return unembedded(self._conn, model_id)
 
     def embed(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None,
-              step_windows: int = STEP_WINDOWS) -> EmbedStats:
+              step_windows: int = STEP_WINDOWS, stop: Callable[[], bool] | None = None,
+              beside_another: bool = True) -> EmbedStats:
         """Embed the windows of every document that has no vectors of `scorer`'s model (all of them
-        when the model changed), in transactions of about `step_windows` windows; an interruption or an
-        embeddings failure (raised) keeps what was committed."""
+        when the model changed), in transactions of about `step_windows` windows, each under the write
+        lock (`vectors.embed_missing`); `stop()` true before a step ends the run there. An interruption
+        or an embeddings failure (raised) keeps what was committed.
+
+        A run holds `<index>.embedding.lock` while it lasts. When another process holds it (an `evident
+        index`, another replica's background embedding), a run with `beside_another` false returns at once
+        (`EmbedStats.elsewhere`) rather than embed the same documents twice over; `evident index`, asked by
+        its user, embeds anyway (each step stores what is still missing, so nothing is stored twice).
+
+        This object's searches wait for the whole run (one connection): a search that must not, opens
+        its own `LocalIndex` on the file, as `LocalCorpusRetriever.embed_index` does."""
         self._require_writable()
-        with self._lock, self._guard(), self._write_lock.hold():
-            return embed_missing(self._conn, scorer, lambda: _transaction(self._conn), progress, step_windows)
+
+        @contextmanager
+        def step() -> Iterator[None]:
+            with self._write_lock.hold(), _transaction(self._conn):
+                yield
+
+        running = FileLock(f"{self.path}.embedding.lock")
+        try:
+            running.acquire(timeout=0)
+        except Timeout:
+            if not beside_another:
+                return EmbedStats(model_id=scorer.model_id, elsewhere=True)
+        try:
+            with self._lock, self._guard():
+                return embed_missing(self._conn, scorer, step, progress, step_windows, stop)
+        finally:
+            if running.is_locked:
+                running.release()
 
     def get(self, url: str, *, visible: Sequence[str] | None = None) -> SourceDocument | None:
         """The document whose id is `url` as the index holds it now; with `visible` (the caller's visibility
@@ -567,7 +609,17 @@ def rebuild_index(
     return stats, count
 
 
+@contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction on an autocommit connection: every statement in it sees the same commit."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
 def _remove_index_files(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal", ".lock"):
+    for suffix in ("", "-wal", "-shm", "-journal", ".lock", ".embedding.lock"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     shutil.rmtree(f"{path}.tantivy", ignore_errors=True)

@@ -14,12 +14,15 @@ from evident.alignment.models import SourceDocument
 from evident.connectors.in_search import SearchesVisible
 from evident.connectors.index.embedded import LocalIndex, default_index_path
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusLimits, SkipHandler
+from evident.connectors.index.vectors import STEP_WINDOWS
 from evident.connectors.index.visible_ranking import CANDIDATE_POOL
 from evident.connectors.lazy import OpenedOnFirstUse
 from evident.connectors.source import RanksByMeaning, StoresVectors
 from evident.embeddings.meaning import QueryMeaning
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from evident.connectors.index.vectors import EmbedProgress, EmbedStats
     from evident.embeddings.scorer import SemanticScorer
 
@@ -39,6 +42,10 @@ class LocalCorpusRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
     index_path: Path
     limits: CorpusLimits = DEFAULT_LIMITS
     candidate_pool: int = CANDIDATE_POOL  # of a filtered search's exact ranking (visible_ranking.ExactRanker)
+    # How many documents without vectors a query may embed before its search over an index whose embedding
+    # started (`embeds_before_search`); None: any number. `from_corpus` sets it to what its refresh changed.
+    embed_up_to: int | None = None
+    embed_step_windows: int = STEP_WINDOWS  # windows per committed step of `embed_index` (vectors.STEP_WINDOWS)
 
     _opened: OpenedOnFirstUse[LocalIndex] = PrivateAttr(default_factory=OpenedOnFirstUse)
     _embedding: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -60,12 +67,18 @@ class LocalCorpusRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
         The index then mirrors exactly `paths`: documents from corpus paths no longer listed are
         removed, so reusing an `index_path` with a different path set cannot leak old documents.
         Raises `CorpusError` (index left as it was) when a path is missing or holds no documents.
+
+        A query embeds before its search the documents this refresh added or changed, as `evident index`
+        would have (`embed_up_to`), and an index never embedded with its model; an embedding another run
+        started and left unfinished, or is still doing, is not taken over by a question, which is answered
+        at once with what is there (`embeds_before_search`).
         """
         roots = [paths] if isinstance(paths, (str, Path)) else list(paths)
         target = Path(index_path) if index_path is not None else default_index_path(roots)
         with LocalIndex(target, limits=limits) as index:
-            index.refresh(roots, on_skip=on_skip)
-        return cls(index_path=target, k=k, source_name=source_name, limits=limits, candidate_pool=candidate_pool)
+            stats = index.refresh(roots, on_skip=on_skip)
+        return cls(index_path=target, k=k, source_name=source_name, limits=limits, candidate_pool=candidate_pool,
+                   embed_up_to=stats.added + stats.updated)
 
     def search_visible(
         self, query: str, visible: list[str], meaning: QueryMeaning | None
@@ -79,19 +92,42 @@ class LocalCorpusRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
         return self._opened.get(lambda: LocalIndex(self.index_path, limits=self.limits,
                                                    candidate_pool=self.candidate_pool))
 
-    def embed_index(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None) -> EmbedStats | None:
-        """Give every document of the index that has none the vectors of `scorer`'s model (the first
-        query after indexing without them pays this once; `evident index` does it ahead). None when
-        there was nothing to do. Raises what the embeddings raise; what was stored before stays."""
+    def embed_index(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None,
+                    stop: Callable[[], bool] | None = None) -> EmbedStats | None:
+        """Give every document of the index that has none the vectors of `scorer`'s model (`LocalIndex.embed`:
+        in steps, resumable; `stop`). None when there was nothing to do. Raises what the embeddings raise;
+        what was stored before stays.
+
+        It writes through a `LocalIndex` of its own, so this retriever's searches go on meanwhile (a served
+        index embedding in the background), each seeing the steps committed so far. While another process
+        embeds the index it does nothing (`EmbedStats.elsewhere`): the searches see that one's steps."""
         with self._embedding:
-            index = self._open()
-            if index.ready(scorer.model_id):
+            if self.missing_vectors(scorer.model_id)[0] == 0:
                 return None
             log.info("%s: embedding the index with %s", self.index_path, scorer.model_id)
-            stats = index.embed(scorer, progress=progress)
-            log.info("%s: embedded %d documents (%d windows) in %.1f s", self.index_path, stats.documents,
-                     stats.windows, stats.seconds)  # fmt: skip
+            with LocalIndex(self.index_path, limits=self.limits) as index:
+                stats = index.embed(scorer, progress=progress, stop=stop, step_windows=self.embed_step_windows,
+                                    beside_another=False)  # fmt: skip
+            if stats.elsewhere:
+                log.info("%s: another process is embedding the index; its steps show here as they commit",
+                         self.index_path)  # fmt: skip
+                return stats
+            log.info("%s: embedded %d documents (%d windows) in %.1f s%s", self.index_path, stats.documents,
+                     stats.windows, stats.seconds, " (stopped)" if stats.stopped else "")  # fmt: skip
             return stats
+
+    def embeds_before_search(self, model_id: str) -> bool:
+        """Whether a query embeds the documents without vectors before its search: those its own refresh
+        added or changed (`embed_up_to`), or an index whose embedding with this model never started (built by
+        words only, or for another model). An embedding that `evident index` or a server started and left
+        unfinished, or is still doing, stays theirs: the query searches what is there."""
+        if self.embed_up_to is None or self.missing_vectors(model_id)[0] <= self.embed_up_to:
+            return True
+        return not self._open().embedding_started(model_id)
+
+    def missing_vectors(self, model_id: str) -> tuple[int, int]:
+        index = self._open()
+        return index.unembedded(model_id), index.count()
 
     @property
     def opened(self) -> LocalIndex | None:

@@ -7,6 +7,15 @@ deleted with it and when its text changes (triggers), so "documents without vect
 an incremental embedding run must do. Every run that writes vectors bumps 'vectors_generation', which
 tells a reader that its in-memory matrix is stale.
 
+Embedding writes in steps, each its own transaction under the index's write lock, taken per step and
+not for the whole run: the model's work happens outside it, so a refresh of the documents (another
+`evident index`, an `evident ask` over a changed folder) waits for one step's commit at most, never
+for the whole embedding. A step stores a document's vectors only if its text is still the one the
+vectors were made from.
+
+A partly embedded index is searched as it is: the documents with vectors by words and meaning, the
+others by words alone (`hybrid.hybrid_ranking`).
+
 Searching loads the matrix once per (generation, vectors generation) and scores every window with one
 pass over it. Cosines are computed row by row (`einsum`, not BLAS's blocked gemv): a window's score
 then does not depend on which other rows are in the matrix, so a caller's permitted subset ranks
@@ -46,6 +55,8 @@ class EmbedStats:
     seconds: float = 0.0
     model_id: str = ""
     reset: bool = False  # the vectors of another model were deleted first
+    stopped: bool = False  # asked to stop before every document had its vectors (`stop`)
+    elsewhere: bool = False  # not run: another process is embedding this index (`LocalIndex.embed`)
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,11 @@ class LoadedVectors:
         first = int(self.starts[at])
         last = int(self.starts[at + 1]) if at + 1 < len(self.starts) else len(self.document_ids)
         return [(int(self.spans[r, 0]), int(self.spans[r, 1]), float(cosines[r])) for r in range(first, last)]
+
+    def has(self, document_id: int) -> bool:
+        """Whether the document had vectors when these were read (every embedded document has a window)."""
+        at = int(np.searchsorted(self.documents, document_id))
+        return at < len(self.documents) and int(self.documents[at]) == document_id
 
 
 # The documents that have no vectors yet: what an embedding run has to do.
@@ -125,10 +141,12 @@ def embed_missing(
     transaction: Callable[[], AbstractContextManager[object]],
     progress: EmbedProgress | None = None,
     step_windows: int = STEP_WINDOWS,
+    stop: Callable[[], bool] | None = None,
 ) -> EmbedStats:
     """Embed the windows of every document without vectors of `scorer`'s model and store them, about
     `step_windows` windows per `transaction()` (a context manager factory the caller owns, holding
-    the write lock), reporting `progress` after each. Raises what the embeddings raise
+    the write lock for that step), reporting `progress` after each; `stop()`, asked before each step,
+    ends the run early (what was committed stays). Raises what the embeddings raise
     (`EmbeddingsFailure`, `EmbeddingsUnavailable`); what was committed before stays."""
     started = time.perf_counter()
     model_id = scorer.model_id
@@ -144,19 +162,34 @@ def embed_missing(
     for first in range(0, len(todo), COMMIT_EVERY):
         ids = todo[first : first + COMMIT_EVERY]
         marks = ", ".join("?" for _ in ids)
-        rows = conn.execute(f"SELECT id, title, content FROM documents WHERE id IN ({marks})", ids).fetchall()
-        planned = [(int(i), *document_windows(str(title), str(content))) for i, title, content in rows]
+        rows = conn.execute(f"SELECT id, title, content, content_hash FROM documents WHERE id IN ({marks})",
+                            ids).fetchall()  # fmt: skip
+        read = {int(i): (str(title), str(digest)) for i, title, _, digest in rows}
+        planned = [(int(i), *document_windows(str(title), str(content))) for i, title, content, _ in rows]
         for step in steps(planned, step_windows):
+            if stop is not None and stop():
+                return EmbedStats(documents, windows, time.perf_counter() - started, model_id, reset, stopped=True)
             vectors = scorer.embed_texts([text for _, _, texts in step for text in texts])
             with transaction():
+                if stored_model(conn) != vectors_key(model_id):
+                    # Another run switched the index to another model meanwhile: these vectors are not wanted.
+                    return EmbedStats(documents, windows, time.perf_counter() - started, model_id, reset, stopped=True)
+                step_marks = ", ".join("?" for _ in step)
+                # Those still without vectors: another run (another process) may have stored some meanwhile.
+                now = {int(i): (str(title), str(digest)) for i, title, digest in conn.execute(
+                    f"SELECT id, title, content_hash {_UNEMBEDDED} AND id IN ({step_marks})",
+                    [document_id for document_id, _, _ in step])}  # fmt: skip
                 at = 0
                 for document_id, spans, texts in step:
-                    conn.executemany(
-                        "INSERT OR REPLACE INTO passage_vectors (document_id, ordinal, span_start, span_end, vector)"
-                        " VALUES (?, ?, ?, ?, ?)",
-                        [(document_id, n, s, e, vectors[at + n].astype(np.float32).tobytes())
-                         for n, (s, e) in enumerate(spans)],
-                    )  # fmt: skip
+                    # A document changed or deleted by a refresh since it was read keeps no vectors of the
+                    # old text; the next run embeds its new one.
+                    if now.get(document_id) == read[document_id]:
+                        conn.executemany(
+                            "INSERT OR REPLACE INTO passage_vectors (document_id, ordinal, span_start, span_end,"
+                            " vector) VALUES (?, ?, ?, ?, ?)",
+                            [(document_id, n, s, e, vectors[at + n].astype(np.float32).tobytes())
+                             for n, (s, e) in enumerate(spans)],
+                        )  # fmt: skip
                     at += len(texts)
                 _bump(conn)
             documents += len(step)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -193,10 +193,12 @@ def unembedded(conn: psycopg.Connection, schema: str, model_id: str) -> list[int
 
 
 def embed_missing(
-    connections: Connections, schema: str, scorer: SemanticScorer, progress: EmbedProgress | None = None
+    connections: Connections, schema: str, scorer: SemanticScorer, progress: EmbedProgress | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> EmbedStats:
-    """Give every document without vectors of `scorer`'s model its windows' vectors (module docstring).
-    Raises what the embeddings raise, or `SourceFailure`; what was committed stays."""
+    """Give every document without vectors of `scorer`'s model its windows' vectors (module docstring);
+    `stop()` true before a step ends the run there. Raises what the embeddings raise, or `SourceFailure`;
+    what was committed stays."""
     started = time.perf_counter()
     key = vectors_key(scorer.model_id)
     documents, vectors, meta = table(schema, "documents"), table(schema, "vectors"), table(schema, "meta")
@@ -213,6 +215,8 @@ def embed_missing(
             todo = unembedded(conn, schema, scorer.model_id)
         done = windows = 0
         for first in range(0, len(todo), COMMIT_EVERY):
+            if stop is not None and stop():
+                return EmbedStats(done, windows, time.perf_counter() - started, scorer.model_id, reset, stopped=True)
             with conn.transaction():
                 _lock(conn, schema)
                 rows = conn.execute(sql.SQL("SELECT id, title, content FROM {} WHERE id = ANY(%s) ORDER BY id")

@@ -46,6 +46,8 @@ from evident.embeddings.windows import document_windows
 from evident.models import SourceDocument
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from evident.connectors.index.vectors import EmbedProgress, EmbedStats
     from evident.embeddings.scorer import SemanticScorer
 
@@ -66,10 +68,12 @@ class PostgresRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
     _ready: set[str] = PrivateAttr(default_factory=set)  # models whose vectors this process saw complete
     _embedding: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
-    def embed_index(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None) -> EmbedStats | None:
+    def embed_index(self, scorer: SemanticScorer, *, progress: EmbedProgress | None = None,
+                    stop: Callable[[], bool] | None = None) -> EmbedStats | None:
         """Vectors for the documents that have none of `scorer`'s model (`refresh.embed_missing`): what
-        `evident index` does, left to the first query when it ran without embeddings. Checked once per
-        process and model; documents changed later are embedded by the query that retrieves them."""
+        `evident index` does, left to the first query (or a server's background embedding) when it ran
+        without embeddings. Checked once per process and model, until a run is not stopped; documents
+        changed later are embedded by the query that retrieves them."""
         with self._embedding:
             if scorer.model_id in self._ready:
                 return None
@@ -78,8 +82,9 @@ class PostgresRetriever(StoresVectors, RanksByMeaning, SearchesVisible):
                     missing = len(unembedded(conn, self.db_schema, scorer.model_id))
                 except psycopg.errors.UndefinedTable:
                     return None  # not indexed yet: the search says so
-            stats = embed_missing(self.connections, self.db_schema, scorer, progress) if missing else None
-            self._ready.add(scorer.model_id)
+            stats = embed_missing(self.connections, self.db_schema, scorer, progress, stop) if missing else None
+            if stats is None or not stats.stopped:
+                self._ready.add(scorer.model_id)
             return stats
 
     def search_visible(
