@@ -41,15 +41,26 @@ def _continues(prev: QuotedSentence | None, s: QuotedSentence) -> bool:
 
 
 def _on_topic(sentences: list[QuotedSentence]) -> list[QuotedSentence]:
-    """The sentences that share a query term, or continue the kept sentence right before them."""
+    """The sentences that share a query term, or continue the kept sentence right before them; and the
+    line a quote opens with when it leads to such a sentence (a definition's term, "gc.auto", above
+    "The default value is 6700."): without it the sentence does not say what it is about."""
     kept: list[QuotedSentence] = []
-    for s in sentences:
+    for n, s in enumerate(sentences):
         if s.relevance > 0:
+            prev = sentences[n - 1] if n else None
+            if prev is not None and prev.relevance <= 0 and (not kept or kept[-1] is not prev) \
+                    and _opens(prev, sentences) and _answers(prev, s):
+                kept.append(prev)
             kept.append(s)
         elif kept and _continues(kept[-1], s):
             s.carried = max(kept[-1].relevance, kept[-1].carried)
             kept.append(s)
     return kept
+
+
+def _opens(s: QuotedSentence, sentences: list[QuotedSentence]) -> bool:
+    """`s` is the first sentence of its quote."""
+    return not any(o.passage == s.passage and o.order < s.order for o in sentences)
 
 
 def _folded(text: str) -> str:

@@ -16,7 +16,7 @@ from evident.offline.scoring import Scorer, heading_terms, under_heading, window
 from evident.offline.terms import CONTINUATIONS
 from evident.offline.units import Unit, analyse_pages
 
-__all__ = ["CandidateWindow", "candidate_windows", "opening_heading", "unit_cosine", "window_at"]
+__all__ = ["CandidateWindow", "candidate_windows", "is_term", "opening_heading", "unit_cosine", "window_at"]
 
 # A paragraph of at most this many sentences is one thought, quoted whole from any of them.
 SHORT_PARAGRAPH = 2
@@ -100,19 +100,24 @@ def _paragraph(units: Sequence[Unit], anchor: int) -> tuple[int, int]:
 
 def opening_heading(units: Sequence[Unit], first: int, used: set[int], text: str) -> int:
     """The first unit to quote for a window whose text starts at `first`: the heading right above it
-    when that is the heading that opens the page's text (only the page's title line, or page chrome,
-    above it), else `first`.
+    when that is a definition's term (`is_term`) or the heading that opens the page's text (only the
+    page's title line, or page chrome, above it), else `first`.
 
-    "What is a grace period?", "How do I renew a permit?" under the page's title line
-    say what the whole page answers: quoted with the text under it, the composer shows it right
-    before its first sentence (it pairs a title line with that sentence); often that heading is what a
-    reader was asking. Deeper section headings are left out: their text answers on its own, and shown
-    first they push the sentence that holds the answer to second place.
-    Only the nearest heading, never the page's first line (its title, which the citation names)."""
+    A term says what its description is about: "The default is 60 days." is gc.rerereResolved's
+    default, not gc.rerereUnresolved's, and only "gc.rerereResolved" right above it says so; the
+    composer shows the term and its first sentence as one statement. "What is a grace period?", "How
+    do I renew a permit?" under the page's title line say what the whole page answers: quoted with the
+    text under it, the composer shows it right before its first sentence (it pairs a title line with
+    that sentence); often that heading is what a reader was asking. Other section headings are left
+    out: their text answers on its own, and shown first they push the sentence that holds the answer
+    to second place. Only the nearest heading, never the page's first line (its title, which the
+    citation names)."""
     u = units[first]
     h = first - 1
     if h < 1 or u.kind != "prose" or u.label or u.section != h or h in used or units[h].noise:
         return first
+    if is_term(units[h], text):
+        return h
     # The page's first line is its title line however it was read: run together with the breadcrumbs
     # after it ("...for Contract StaffTessellate Benefits Program...")
     # it is too long for a heading, yet the heading under it still opens the page's text.
@@ -121,6 +126,17 @@ def opening_heading(units: Sequence[Unit], first: int, used: set[int], text: str
     titled = top.noise or (top.kind in ("prose", "heading")
                            and not text[top.start : top.end].rstrip().rstrip("\"'”’)]").endswith(_SENTENCE_END))
     return h if titled and all(x.heading or x.noise for x in units[1:h]) else first
+
+
+def is_term(unit: Unit, text: str) -> bool:
+    """`unit` is a Markdown heading that names a thing rather than titles a section: each of its
+    comma-separated parts is one word ("gc.pruneExpire", "-u, --include-untracked", "--timeout=<n>").
+    HTML indexing writes a definition's term (`dt`) so; a title ("Submitting expenses", "9. Payment")
+    has spaces in it."""
+    if unit.kind != "heading":
+        return False
+    parts = text[unit.start : unit.end].lstrip("#").split(",")
+    return all(p.strip() and len(p.split()) == 1 for p in parts)
 
 
 def table_header(units: Sequence[Unit], first: int, used: set[int], rows: int) -> int:

@@ -8,7 +8,7 @@ from evident.offline.composer import compose_answer
 from evident.offline.extractor import extract_passages, join_openings
 from evident.offline.terms import CONTINUATIONS
 from evident.offline.units import analyse
-from evident.offline.windows import candidate_windows, opening_heading, table_header, window_at
+from evident.offline.windows import candidate_windows, is_term, opening_heading, table_header, window_at
 from tests.support.offline import cited_sentences, decision
 
 DEFERMENT = SourceDocument(url="KB-5", title="Deferment", content=(
@@ -152,6 +152,34 @@ def test_the_answer_shows_the_opening_heading_right_before_its_sentence() -> Non
     assert sentences[:2] == [
         "What is Exit Counseling?", "Exit counseling prepares you to repay your federal student loan.",
     ]
+
+
+GC = SourceDocument(url="https://git.example/git-gc.html", title="git-gc(1)", content=(
+    "# git-gc(1)\n\n## CONFIGURATION\n\n### gc.rerereResolved\n\n"
+    "Records of conflicted merge you resolved earlier are kept for this many days when git rerere gc is run. "
+    "The default is 60 days.\n\n### gc.rerereUnresolved\n\n"
+    "Records of conflicted merge you have not resolved are kept for this many days when git rerere gc is run. "
+    "The default is 15 days.\n\n## Payment\n\nRerere keeps its records for free."))
+GC_QUERY = "For how many days are resolved conflict records kept?"
+
+
+def test_a_definition_is_quoted_under_its_term() -> None:
+    # "The default is 60 days." says whose default only under its term: the window starting at the
+    # term's description quotes the term (a heading of one word), a section title ("Payment") is not.
+    from evident.alignment import align
+
+    assert _quoted(GC_QUERY, [GC])[0].startswith("### gc.rerereResolved\n\nRecords of conflicted merge you resolved")
+    assert "Rerere keeps its records for free." in _quoted("Are rerere records free?", [GC])
+    # Aligned (the quote starts at the term's first word), the answer shows the term with its text.
+    passages = extract_passages(GC_QUERY, [GC])
+    answer = compose_answer(GC_QUERY, align(passages, [GC]))
+    assert cited_sentences(answer)[0][0].startswith("gc.rerereResolved Records of conflicted merge you resolved")
+
+
+def test_a_term_names_one_thing_per_comma() -> None:
+    text = "### gc.pruneExpire\n\n### -u, --include-untracked\n\n## 9. Payment\n\n## Submitting expenses\n\nText."
+    units = analyse(text).units
+    assert [is_term(u, text) for u in units[:4]] == [True, True, False, False]
 
 
 RENEWAL_QUERY = "How do I renew my driving licence, and what is the renewal fee?"
