@@ -3,11 +3,14 @@ the bundled example questions, with the figures in docs/img/.
 
     make eval-report                      # or: .venv/bin/python benchmarks/eval_report.py
     python benchmarks/eval_report.py --doc2dial-limit 100      # a quicker partial run
+    python benchmarks/eval_report.py --part all                # doc2dial's holdout too: once, at the end
 
 Only the text between the `<!-- eval-report:start -->` and `<!-- eval-report:end -->` markers is
 rewritten; everything else in the file (the hand-written guide above, other sections below) stays.
 The doc2dial-qa data is read from ../shared/data/doc2dial-qa (never copied into the repository);
-without it, that part says so. Every run starts from an empty cache, so the figures are those of the
+without it, that part says so. Of doc2dial-qa only the tune part is asked (every question but every
+fifth, as `devset_check.py --part tune`): the holdout is measured once, at the end of a piece of work
+(`--part all`), never while choosing. Every run starts from an empty cache, so the figures are those of the
 engine as it is now.
 """
 
@@ -35,8 +38,10 @@ KEY = ("groundedness", "first_citation_precision", "cited_url_precision", "evide
        "correct_abstention")
 
 
-def run_one(name: str, questions: Path, corpus: Path, limit: int | None, cache: Path) -> tuple[str, float]:
-    """One dataset: its report section (markdown) and the run's wall time in seconds."""
+def run_one(name: str, questions: Path, corpus: Path, limit: int | None, cache: Path, *,
+            tune_only: bool = False) -> tuple[str, float]:
+    """One dataset (its tune part alone with `tune_only`): its report section (markdown) and the run's wall
+    time in seconds."""
     from evident.context import EvidentContext
     from evident.eval.dataset import load_dataset
     from evident.eval.methods import METHODS
@@ -46,6 +51,8 @@ def run_one(name: str, questions: Path, corpus: Path, limit: int | None, cache: 
     from evident.eval.summary import method_metrics
 
     queries = load_dataset(questions, limit)
+    if tune_only:
+        queries = [q for i, q in enumerate(queries) if i % 5 != 4]
     ctx = EvidentContext(corpus=[str(corpus)], mode="offline")
     start = time.perf_counter()
     run = evaluate(queries, ctx, list(METHODS), cache, progress=sys.stderr.isatty())
@@ -53,7 +60,10 @@ def run_one(name: str, questions: Path, corpus: Path, limit: int | None, cache: 
     seconds = time.perf_counter() - start
     images = write_plots(result, IMG, prefix=f"{name}-")
     section = markdown(result, {k: f"img/{p.name}" for k, p in images.items()}, heading="###")
-    section = section.replace(f"### Evaluation of {questions.name}", f"### {name}: `{_shown(questions)}`", 1)
+    part = ", tune part (every question but every fifth)" if tune_only else ""
+    section = section.replace(f"### Evaluation of {questions.name}", f"### {name}: `{_shown(questions)}`{part}", 1)
+    if tune_only:
+        return section, seconds
     # The holdout (every fifth question) is never tuned on; the split shows whether tuning overfit.
     positions = {q.id: i for i, q in enumerate(queries)}
     splits = []
@@ -73,7 +83,7 @@ def _shown(path: Path) -> str:
     try:
         return str(path.relative_to(ROOT))
     except ValueError:
-        return f"../shared/data/doc2dial-qa/{path.name}" if path.parent == DOC2DIAL else str(path)
+        return f"../shared/data/doc2dial-qa/{path.name}" if path.parent.name == DOC2DIAL.name else str(path)
 
 
 def _commit() -> str:
@@ -99,7 +109,11 @@ def splice(text: str, generated: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--doc2dial-limit", type=int, default=None, help="only the first N doc2dial-qa questions")
+    ap.add_argument("--part", choices=["tune", "all"], default="tune",
+                    help="doc2dial-qa's questions: the tune part (default) or all, holdout included (once, at the end)")
     ap.add_argument("--doc", type=Path, default=DOC)
+    ap.add_argument("--doc2dial", type=Path, default=DOC2DIAL,
+                    help="the development set's directory (default ../shared/data/doc2dial-qa beside the checkout)")
     args = ap.parse_args(argv)
     from evident.eval.extra import problem
 
@@ -120,14 +134,16 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        datasets = [("doc2dial-qa", DOC2DIAL / "questions.jsonl", DOC2DIAL / "corpus.jsonl", args.doc2dial_limit),
-                    ("examples", ROOT / "examples" / "questions.jsonl", ROOT / "examples" / "corpus", None)]
-        for name, questions, corpus, limit in datasets:
+        data = args.doc2dial
+        datasets = [("doc2dial-qa", data / "questions.jsonl", data / "corpus.jsonl", args.doc2dial_limit,
+                     args.part == "tune"),
+                    ("examples", ROOT / "examples" / "questions.jsonl", ROOT / "examples" / "corpus", None, False)]
+        for name, questions, corpus, limit, tune_only in datasets:
             if not questions.is_file():
                 parts += [f"### {name}", "", f"Not measured: {questions} is absent on this machine.", ""]
                 continue
             print(f"eval-report: {name} ...", file=sys.stderr)
-            section, seconds = run_one(name, questions, corpus, limit, Path(tmp) / name)
+            section, seconds = run_one(name, questions, corpus, limit, Path(tmp) / name, tune_only=tune_only)
             parts += [section, "", f"Wall time of this run (retrieval, both methods, ablation): {seconds:.0f} s.", ""]
     old = args.doc.read_text(encoding="utf-8") if args.doc.is_file() else ""
     args.doc.write_text(splice(old, "\n".join(parts)), encoding="utf-8")

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     g1, n1 = measure("single-turn questions", single)
     g2, n2 = measure("follow-ups with their history (rewritten)", chat)
     measure("follow-ups without their history (as before conversations)", bare)
-    rewritten = sum(r["out"]["rewrite"]["rewritten_by"] == "rule" for r in chat)  # the graph returns JSON
+    rewritten = sum(r["out"]["rewrite"]["rewritten_by"] == "rule" for r in chat)  # the JSON state
     print(f"\n{'follow-ups the rule rewrote':<50} {ci(rewritten, len(chat))}")
     print(f"{'groundedness, follow-ups minus single-turn':<50} {100 * (g2 / n2 - g1 / n1):+.1f} points")
     if args.show_misses:

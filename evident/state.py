@@ -97,7 +97,8 @@ def merge_extractions(left: list[_T] | None, right: list[_T] | None) -> list[_T]
     return [*(left or []), *right]
 
 def per_query(left: list[_T] | None, right: list[_T] | None) -> list[_T]:
-    """State reducer: the items of the query's steps add up (its first step starts afresh with `Overwrite`)."""
+    """State reducer: the items of the query's steps add up (`retrieve`, which starts its results, starts afresh
+    with `Overwrite`)."""
     return [*(left or []), *(right or [])]
 
 
@@ -173,7 +174,8 @@ class EvidentState(OutputState, total=False):
 
 
 class Timed(TypedDict, total=False):
-    # The step's own time, under its name; a query's first step replaces the previous query's (`Overwrite`).
+    # The step's own time, under its name; `retrieve` replaces the previous query's times (`Overwrite`), keeping
+    # the time of this query's `rewrite`.
     timings_ms: dict[str, float] | Overwrite
 
 
@@ -210,7 +212,8 @@ class AlignUpdate(Timed, total=False):
 
 
 class QueryStart(AlignUpdate, Outcome, total=False):
-    """`retrieve`, the first step of a query: every per-query field, emptied unless it set it."""
+    """`retrieve`, the step after `rewrite` that starts a query's results: every per-query field, emptied unless
+    it set it."""
 
     mode: Mode | Unset
     passages: list[Passage]
@@ -259,7 +262,7 @@ PER_QUERY: QueryStart = {
 
 
 def start_of_query(update: QueryStart) -> QueryStart:
-    """The first node's `update`, completed so that nothing of a previous query on the same thread
+    """`retrieve`'s `update`, completed so that nothing of a previous query on the same thread
     (a checkpointed thread, a server's thread) survives: every per-query field not in `update` is
     emptied, and the accumulating ones (`model_errors`, `timings_ms`) are replaced (`Overwrite`), not
     appended to."""

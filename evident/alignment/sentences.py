@@ -2,9 +2,10 @@
 
 A *unit* is a prose sentence, or a whole Markdown heading, list item, table row or code line. Offsets
 always index the original string, so a unit can be turned back into the exact source span that
-alignment verifies. This is the one sentence splitter: the offline engine quotes and cites units,
-verify splits a model's uncited text at them, and `evident eval` counts an answer's sentences with
-them; "U.S." or "e.g." ends none. Page chrome (breadcrumbs, link bars) is recognised here because it
+alignment verifies. This is the sentence splitter of edited text, pages and answers: the offline engine
+quotes and cites units, verify splits a model's uncited text at them, and `evident eval` counts an
+answer's sentences with them; "U.S." or "e.g." ends none. (A user's message is not edited text: it is
+cut by `evident.conversation.asking`'s own rule.) Page chrome (breadcrumbs, link bars) is recognised here because it
 decides where a line break ends a unit. Pure Python, no framework imports.
 """
 

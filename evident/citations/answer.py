@@ -18,7 +18,6 @@ from evident.models import Citation
 # A bracketed absolute URL ("[https://…]", "[file:///…]") is a citation even when no retrieved
 # document has it: a model that invents one must see it removed by verify, not left in the text.
 _ABSOLUTE = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:[^\]\s]+")
-CITATION = re.compile(r"\[\s*(" + _ABSOLUTE.pattern + r")\s*\]")
 # Any bracketed token without whitespace; it is a citation when it is one of the query's document
 # ids (`[KB-1042]`, `[hr/leave.md]`) or an absolute URL, so "[Home]" or "[1]" stay text.
 BRACKETED = re.compile(r"\[\s*([^\[\]\s]+)\s*\]")

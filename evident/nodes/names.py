@@ -15,9 +15,6 @@ GENERATE: Final = "generate"
 VERIFY: Final = "verify"
 POSTPROCESS: Final = "postprocess"
 
-# In the order a query meets them.
-NODES: Final = (REWRITE, RETRIEVE, EXTRACT_BATCH, EXTRACT, ALIGN, INSUFFICIENT, GENERATE, VERIFY, POSTPROCESS)
-
 
 def batch_timing(batch: object) -> str:
     """The `timings_ms` key of one extraction batch (they run in parallel, each timed on its own)."""

@@ -10,7 +10,8 @@ to `build_graph`), it runs behind a `FederatedRetriever`, so the same rules hold
   to the caller, whose output must not confirm that a hidden document matched;
 - on the server the principal is the authenticated caller, never the request body, and a request's
   settings beyond the allowed ones end the query before anything is searched (`run_settings`, evident/context.py);
-- it is the first step of every query: its update empties what a previous query on the thread left.
+- it starts every query's results (only `rewrite` runs before it, writing the question and the conversation):
+  its update empties what a previous query on the thread left.
 - a failing or slow source becomes a `SourceError` and the query goes on (`status: "degraded"`);
 - bad input, an invalid principal, or nothing searchable at all ends the query with `status: "error"`.
 """

@@ -12,7 +12,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langgraph.runtime import Runtime
 
-from evident.citations.answer import CITATION, parse_answer
+from evident.citations.answer import citations_in, parse_answer
 from evident.context import EvidentContext
 from evident.graph import build_graph, graph
 from evident.models import INSUFFICIENT_ANSWER
@@ -35,7 +35,7 @@ def _check_grounded(out: dict[str, Any]) -> None:
             assert 0 <= start < end <= len(text)
         quoted = [text[s:e] for s, e in c["spans"]]
         assert c["quote"] == " … ".join(quoted) or c["quote"].replace(" … ", "") == "".join(quoted)
-    for url in CITATION.findall(out["answer"]):
+    for url in citations_in(out["answer"]):
         assert url in docs
     for line in parse_answer(out["answer"]):
         for unit in line.units:

@@ -13,7 +13,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from evident.citations.answer import CITATION, PREFACE, parse_answer
+from evident.citations.answer import PREFACE, citations_in, parse_answer
 from evident.context import EvidentContext
 from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
 
@@ -143,7 +143,7 @@ def check_grounded(out: dict[str, Any]) -> None:
         for start, end in c["spans"]:
             assert 0 <= start < end <= len(text)
         assert c["quote"].replace(" … ", "") == "".join(text[s:e] for s, e in c["spans"])
-    for url in CITATION.findall(out["answer"]):
+    for url in citations_in(out["answer"]):
         assert url in docs, url
     for line in parse_answer(out["answer"]):
         for unit in line.units:

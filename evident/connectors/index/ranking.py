@@ -56,7 +56,6 @@ _WRITER_HEAP = 128_000_000
 _WRITER_WAIT_S = 10.0  # another process commits its own mirror right after its SQLite write
 _MAX_TOKEN_LENGTH = 64  # as fts_query.MAX_TERM_LENGTH: longer tokens are junk
 _WORD = r"\w+"
-_TIE_MARGIN = TIE_MARGIN
 # Proximity: each two consecutive search terms of the query (stopwords, greetings and repeats left
 # out, see fts_query.weighted_terms) also count as a phrase, in that order and at most PHRASE_SLOP
 # words apart in the document ("apply retirement" matches "apply for retirement", not "retirement:
@@ -236,15 +235,6 @@ class TantivyMirror:
             out[name] = [size, crc]
         return out
 
-    def verify_files(self) -> None:
-        """Raise `MirrorError` if a file of the committed index is not what was committed."""
-        data = self._marker_data()
-        try:
-            if data is None or self._checksums() != data["files"]:
-                raise MirrorError(f"{self.directory}: index files do not match their checksums")
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise MirrorError(f"{self.directory}: cannot check the index files ({exc})") from None
-
     def _open(self, *, create: bool) -> Any:
         if self._index is not None:
             return self._index
@@ -320,7 +310,7 @@ class TantivyMirror:
                     log.warning("%s: cannot rescore searches that permissions limit (%s; tantivy %s): ranking "
                                 "them by Tantivy's own scores over the caller's documents", self.directory, exc,
                                 _tantivy_version())
-        limit = k + _TIE_MARGIN
+        limit = k + TIE_MARGIN
         while True:
             hits = searcher.search(query, limit).hits
             # Documents tied with the k-th may lie beyond what was fetched: fetch until the last hit
