@@ -164,10 +164,12 @@ class BackgroundEmbedding:
         with self._lock:
             return self._idle.wait_for(lambda: self._thread is None, timeout_s)
 
-    def status(self) -> dict[str, Any]:
-        """{source: state} of every index handed over ("queued", "running", "done", "failed", "elsewhere")."""
+    def status(self, *, detail: bool = True) -> dict[str, Any]:
+        """{source: state} of every index handed over ("queued", "running", "done", "failed", "elsewhere"),
+        each with its detail (a failure's message, the count of documents embedded) unless `detail` is False:
+        those are the operator's, not a user's (a count takes in documents the user may not see)."""
         with self._lock:
-            return {job.name: job.state if not job.detail else f"{job.state} ({job.detail})"
+            return {job.name: job.state if not (detail and job.detail) else f"{job.state} ({job.detail})"
                     for job in self._jobs.values()}
 
 

@@ -79,7 +79,7 @@ def _bring_up_to_date(name: str, local: StoresVectors, scorer: SemanticScorer, b
     try:
         if before_search and local.embeds_before_search(scorer.model_id):
             local.embed_index(scorer)
-        missing, total = local.missing_vectors(scorer.model_id)
+        missing, _ = local.missing_vectors(scorer.model_id)
     except EmbeddingsError as exc:  # that index ranks by words until its vectors can be made
         log.warning("evident: embedding the index of source %s failed: %s", name, exc.message)
         return meaning_error(f"source {name} was", exc)
@@ -89,13 +89,16 @@ def _bring_up_to_date(name: str, local: StoresVectors, scorer: SemanticScorer, b
     if not missing:
         return None
     queued = background is not None and background.embed(name, local, scorer)
-    return partly_embedded(name, missing, total, in_background=queued)
+    return partly_embedded(name, in_background=queued)
 
 
-def partly_embedded(name: str, missing: int, total: int, *, in_background: bool) -> SourceError:
-    """The run's report of an index whose embedding is unfinished: meaning ranked only part of it."""
+def partly_embedded(name: str, *, in_background: bool) -> SourceError:
+    """The run's report of an index whose embedding is unfinished: meaning ranked only part of it.
+
+    It names no count: the index's documents include those the caller may not see, and how many there
+    are is not the caller's to learn (`evident index` and the server log show the progress)."""
     rest = ("its embedding goes on in the background" if in_background
             else "its embedding is unfinished (`evident index` finishes it)")
     return SourceError(source="embeddings", kind="error",
-                       message=f"source {name} was ranked by meaning over {total - missing:,} of {total:,} "
-                               f"documents, the others by words only: {rest}")
+                       message=f"source {name} was ranked by meaning over part of its documents, the others by "
+                               f"words only: {rest}")

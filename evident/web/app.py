@@ -144,6 +144,8 @@ def _health_response(request: Request, body: dict[str, Any]) -> JSONResponse:
         body = {**body, "error": SEE_LOG} if "error" in body else body
         if isinstance(body.get("retriever"), dict) and "error" in body["retriever"]:
             body = {**body, "retriever": {**body["retriever"], "error": SEE_LOG}}
+        if "embedding" in body:
+            body = {**body, "embedding": BACKGROUND.status(detail=False)}
     return JSONResponse(body, status_code=status)
 
 

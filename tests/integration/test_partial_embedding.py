@@ -28,6 +28,7 @@ from evident.embeddings.scorer import SemanticScorer
 from evident.graph import build_graph
 from tests.integration.test_index_vectors import QUESTION, _corpus, _write
 from tests.unit.test_request_settings import served_config
+from tests.unit.test_web_auth import write_tokens
 
 pytestmark = pytest.mark.embeddings
 
@@ -108,7 +109,7 @@ def test_a_question_over_an_unfinished_embedding_is_answered_at_once_and_says_so
     assert prepared.meaning is not None
     [error] = prepared.errors
     assert error.source == "embeddings"
-    assert error.message == ("source local was ranked by meaning over 1 of 4 documents, the others by words only: "
+    assert error.message == ("source local was ranked by meaning over part of its documents, the others by words only: "
                              "its embedding is unfinished (`evident index` finishes it)")
     found = {d.metadata["url"]: d for d in retriever.invoke(QUESTION, meaning=prepared.meaning)}
     # The words' pages, and the one embedded page by its meaning.
@@ -192,7 +193,7 @@ def test_a_served_question_is_answered_at_once_while_the_server_embeds_in_the_ba
     first = built.invoke({"query": QUESTION}, config=served_config())
     assert first["status"] == "degraded" and first["answer"]
     assert [e["message"] for e in first["source_errors"]] == [
-        "source local was ranked by meaning over 1 of 4 documents, the others by words only: "
+        "source local was ranked by meaning over part of its documents, the others by words only: "
         "its embedding goes on in the background"]
     assert BACKGROUND.wait(WAIT_S)
     assert retriever.missing_vectors(scorer.model_id) == (0, 4)
@@ -213,6 +214,25 @@ def test_the_server_starts_embedding_an_unfinished_index_when_it_opens_it(
         assert BACKGROUND.wait(WAIT_S)
         assert retriever.missing_vectors(scorer.model_id) == (0, 4)
         assert client.get("/health").json()["embedding"]["local"].startswith("done (2 documents in ")
+
+
+def test_a_user_sees_the_embeddings_state_but_not_its_counts_or_errors(
+    tmp_path: Path, scorer: SemanticScorer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With authentication, a signed-in user is not the operator: how many documents were embedded takes in
+    the ones the user may not see, and a failure's message names the deployment's files."""
+    from evident.web.app import app
+
+    folder, retriever = _partial_retriever(tmp_path, scorer, 2)
+    monkeypatch.setenv("EVIDENT_CORPUS", str(folder))
+    monkeypatch.setenv("EVIDENT_INDEX", str(retriever.index_path))
+    tokens = write_tokens(tmp_path / "tokens.json", **{"staff-token": ("sam", ["staff"])})
+    monkeypatch.setenv("EVIDENT_AUTH_TOKENS_FILE", str(tokens))
+    with TestClient(app, base_url="http://127.0.0.1:2024", client=("127.0.0.1", 50000)) as client:
+        assert BACKGROUND.wait(WAIT_S)
+        assert BACKGROUND.status()["local"].startswith("done (2 documents in ")
+        health = client.get("/health", headers={"Authorization": "Bearer staff-token"}).json()
+        assert health["embedding"] == {"local": "done"}
 
 
 def test_a_server_told_not_to_embeds_nothing_and_says_what_finishes_it(
