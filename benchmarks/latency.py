@@ -137,7 +137,7 @@ def responder(sim: Sim) -> Any:
             lines = (echo(request).content or "").splitlines()
         else:  # the direct-prompting baseline: first sentences of the documents, numbered citations
             lines = []
-            for i, (_, content) in enumerate(prompt_documents(request), 1):
+            for i, (_, content) in enumerate(prompt_documents(request.text), 1):
                 first = next((s.strip() + "." for s in content.split(".") if len(s.split()) > 5), "")
                 lines.append(f"{first} [{i}]")
         text, used = "", 0
@@ -147,7 +147,8 @@ def responder(sim: Sim) -> Any:
             text += line + "\n"
             used += len(line)
         if "<passage>" not in request.text:
-            text += "References:\n" + "".join(f"[{i}] {u}\n" for i, (u, _) in enumerate(prompt_documents(request), 1))
+            shown = prompt_documents(request.text)
+            text += "References:\n" + "".join(f"[{i}] {u}\n" for i, (u, _) in enumerate(shown, 1))
         return Reply(content=text.strip(), **timing)
 
     return respond

@@ -30,7 +30,7 @@ def responder(request: ChatRequest) -> Reply:
         return echo(request)
     if "401(k)" in text:
         return Reply(content=INSUFFICIENT_ANSWER)
-    docs = prompt_documents(request)
+    docs = prompt_documents(request.text)
     first = next(m.group(0).strip() for m in _SENTENCE.finditer(docs[0][1]) if len(m.group(0).split()) >= 4)
     if "Every sentence of the answer must be backed" in text:  # ground-every-sentence: one invented source
         return Reply(content=f"{first} [1]\nIt is also reviewed yearly. [2]\n\nReferences:\n[1] {docs[0][0]}\n"

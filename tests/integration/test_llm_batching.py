@@ -82,7 +82,7 @@ def test_long_corpus_is_extracted_in_parallel_batches_and_merged(server: OpenAIS
     assert len(server.of_kind("extract")) == len(plan)
     assert not server.barrier_broken and server.max_in_flight >= len(plan)
     # Every part of every document went to exactly one call.
-    seen = [u for r in server.of_kind("extract") for u, _ in prompt_documents(r)]
+    seen = [u for r in server.of_kind("extract") for u, _ in prompt_documents(r.text)]
     assert sorted(seen) == sorted(p.url for batch in plan for p in batch)
     assert seen.count("https://wiki.example/security") >= 2  # the long document was split
 

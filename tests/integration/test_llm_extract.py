@@ -1,7 +1,9 @@
-"""The LLM path end to end: the real ChatOpenAI client against a scripted OpenAI-compatible server.
+"""The LLM path end to end: what the model replies to the extraction and generation calls is scripted,
+the whole graph runs, and the final answer and citations are checked (not only intermediate state).
 
-Each test scripts what "the model" replies to the extraction and generation calls, runs the whole
-graph, and checks the final answer and citations (not only intermediate state).
+What is about the wire (request shapes, the structured-output ladder, a reply cut off at the token limit)
+runs the real ChatOpenAI client against the scripted OpenAI-compatible server; what alignment and
+verification do with a reply runs with a model without HTTP (`FakeModel`).
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ from tests.support.llm import (
     EXPENSES,
     REMOTE,
     TRAVEL,
+    FakeModel,
     check_grounded,
+    fake_context,
     llm_context,
+    passages_json,
     passages_reply,
     retriever,
+    scripted,
     server,
 )
 from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
@@ -34,6 +40,11 @@ REMOTE_DAYS = "Remote work is allowed up to three days per week."
 def run(server: OpenAIServer, query: str, *urls: str, **ctx: Any) -> dict[str, Any]:
     g = build_graph(retriever=retriever(*urls))
     return g.invoke({"query": query}, context=llm_context(server, **ctx))
+
+
+def ask(model: FakeModel, query: str, *urls: str, **ctx: Any) -> dict[str, Any]:
+    g = build_graph(retriever=retriever(*urls), chat_model=model)
+    return g.invoke({"query": query}, context=fake_context(**ctx))
 
 
 def test_verbatim_passages_give_a_cited_answer_with_spans(server: OpenAIServer) -> None:
@@ -60,15 +71,14 @@ def test_verbatim_passages_give_a_cited_answer_with_spans(server: OpenAIServer) 
     assert not server.of_kind("generate")[0].response_format
 
 
-def test_paraphrased_tail_is_cut_and_its_claim_never_reaches_the_answer(server: OpenAIServer) -> None:
+def test_paraphrased_tail_is_cut_and_its_claim_never_reaches_the_answer() -> None:
     drifting = BOOKING[:-1] + ", and directors may book first class on any flight at any time."
-    server.script(
-        extract=[passages_reply((TRAVEL, drifting))],
-        generate=[Reply(content=(
-            f"Employees must book flights through the TravelDesk portal at least 14 days before departure. [{TRAVEL}] "
-            f"Directors may book first class on any flight at any time. [{TRAVEL}]"))],
+    model = scripted(
+        passages_json((TRAVEL, drifting)),
+        f"Employees must book flights through the TravelDesk portal at least 14 days before departure. [{TRAVEL}] "
+        f"Directors may book first class on any flight at any time. [{TRAVEL}]",
     )
-    out = run(server, "How early must flights be booked?", TRAVEL)
+    out = ask(model, "How early must flights be booked?", TRAVEL)
     assert [d["action"] for d in out["alignment"]] == ["truncated"]
     assert "first class" not in out["alignment"][0]["quote"]
     assert out["status"] == "answered"
@@ -79,13 +89,11 @@ def test_paraphrased_tail_is_cut_and_its_claim_never_reaches_the_answer(server: 
     assert all("first class" not in c["quote"] for c in out["citations"])
 
 
-def test_wrong_urls_are_relinked_and_repaired(server: OpenAIServer) -> None:
+def test_wrong_urls_are_relinked_and_repaired() -> None:
     # The model quotes the remote-work page but cites the travel page, in extraction and in the answer.
-    server.script(
-        extract=[passages_reply((TRAVEL, REMOTE_DAYS), (TRAVEL, BOOKING))],
-        generate=[Reply(content=f"Remote work is allowed up to three days per week. [{TRAVEL}]")],
-    )
-    out = run(server, "How many days of remote work are allowed?", TRAVEL, REMOTE)
+    model = scripted(passages_json((TRAVEL, REMOTE_DAYS), (TRAVEL, BOOKING)),
+                     f"Remote work is allowed up to three days per week. [{TRAVEL}]")
+    out = ask(model, "How many days of remote work are allowed?", TRAVEL, REMOTE)
     relinked = [d for d in out["alignment"] if d["action"] == "relinked"]
     assert len(relinked) == 1 and relinked[0]["original_url"] == TRAVEL and relinked[0]["url"] == REMOTE
     assert out["status"] == "answered"
@@ -94,15 +102,14 @@ def test_wrong_urls_are_relinked_and_repaired(server: OpenAIServer) -> None:
     assert [c["url"] for c in out["citations"]] == [REMOTE]
 
 
-def test_invented_urls_never_reach_the_answer(server: OpenAIServer) -> None:
+def test_invented_urls_never_reach_the_answer() -> None:
     evil = "https://evil.example/travel"
-    server.script(
-        extract=[passages_reply((evil, BOOKING), ("https://made-up.example/x", "Interns may never travel abroad."))],
-        generate=[Reply(content=(
-            f"Flights must be booked through the TravelDesk portal at least 14 days before departure. [{evil}]\n"
-            "Interns may never travel abroad. [https://made-up.example/x]"))],
+    model = scripted(
+        passages_json((evil, BOOKING), ("https://made-up.example/x", "Interns may never travel abroad.")),
+        f"Flights must be booked through the TravelDesk portal at least 14 days before departure. [{evil}]\n"
+        "Interns may never travel abroad. [https://made-up.example/x]",
     )
-    out = run(server, "How early must flights be booked?", TRAVEL, EXPENSES)
+    out = ask(model, "How early must flights be booked?", TRAVEL, EXPENSES)
     assert sorted(d["action"] for d in out["alignment"]) == ["dropped", "relinked"]
     assert "evil.example" not in out["answer"] and "made-up" not in out["answer"]
     assert "Interns" not in out["answer"]
@@ -111,15 +118,13 @@ def test_invented_urls_never_reach_the_answer(server: OpenAIServer) -> None:
     assert {c["url"] for c in out["citations"]} == {TRAVEL}
 
 
-def test_a_changed_number_is_removed(server: OpenAIServer) -> None:
-    server.script(
-        extract=[passages_reply((EXPENSES, DEADLINE),
-                                (EXPENSES, "Reports above 5,000 EUR need the approval of a director."))],
-        generate=[Reply(content=(
-            f"Expense reports must be submitted in Ledgerly within 45 days of the trip's end date. [{EXPENSES}]\n"
-            f"Reports above 5,000 EUR need a director's approval. [{EXPENSES}]"))],
+def test_a_changed_number_is_removed() -> None:
+    model = scripted(
+        passages_json((EXPENSES, DEADLINE), (EXPENSES, "Reports above 5,000 EUR need the approval of a director.")),
+        f"Expense reports must be submitted in Ledgerly within 45 days of the trip's end date. [{EXPENSES}]\n"
+        f"Reports above 5,000 EUR need a director's approval. [{EXPENSES}]",
     )
-    out = run(server, "When are expense reports due and who approves large ones?", EXPENSES)
+    out = ask(model, "When are expense reports due and who approves large ones?", EXPENSES)
     assert out["status"] == "answered"
     assert "45" not in out["answer"]
     assert "5,000 EUR" in out["answer"]
@@ -127,12 +132,10 @@ def test_a_changed_number_is_removed(server: OpenAIServer) -> None:
     check_grounded(out)
 
 
-def test_an_answer_with_nothing_supported_falls_back_to_the_offline_composer(server: OpenAIServer) -> None:
-    server.script(
-        extract=[passages_reply((EXPENSES, DEADLINE))],
-        generate=[Reply(content=f"Expense reports are due within 45 days of the trip. [{EXPENSES}]")],
-    )
-    out = run(server, "How many days do I have to submit an expense report?", EXPENSES)
+def test_an_answer_with_nothing_supported_falls_back_to_the_offline_composer() -> None:
+    model = scripted(passages_json((EXPENSES, DEADLINE)),
+                     f"Expense reports are due within 45 days of the trip. [{EXPENSES}]")
+    out = ask(model, "How many days do I have to submit an expense report?", EXPENSES)
     assert out["status"] == "degraded"
     assert "45" not in out["answer"] and "30 days" in out["answer"]
     assert any(e["message"].startswith("verify:") for e in out["model_errors"])
@@ -153,12 +156,11 @@ def test_a_reply_failing_validation_falls_back_to_json_mode(server: OpenAIServer
     check_grounded(out)
 
 
-def test_a_reply_in_another_shape_is_read_tolerantly(server: OpenAIServer) -> None:
+def test_a_reply_in_another_shape_is_read_tolerantly() -> None:
     other = {"passages": [{"id": 7, "text": BOOKING, "source": TRAVEL}]}
-    server.script(extract=[Reply(content="Here you go:\n```json\n" + json.dumps(other) + "\n```")],
-                  generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
-    out = run(server, "How early must flights be booked?", TRAVEL)
-    assert len(server.of_kind("extract")) == 1
+    model = scripted("Here you go:\n```json\n" + json.dumps(other) + "\n```", f"{BOOKING} [{TRAVEL}]")
+    out = ask(model, "How early must flights be booked?", TRAVEL)
+    assert len(model.of_kind("extract")) == 1
     assert [d["action"] for d in out["alignment"]] == ["kept"]
     assert out["status"] == "answered"
     check_grounded(out)
@@ -178,11 +180,10 @@ def test_truncated_json_keeps_the_complete_passages(server: OpenAIServer) -> Non
     check_grounded(out)
 
 
-def test_truncated_json_without_a_length_finish_reason(server: OpenAIServer) -> None:
+def test_truncated_json_without_a_length_finish_reason() -> None:
     first = json.dumps({"passage_id": "1", "url": TRAVEL, "content": BOOKING})
     cut = f'{{"collected_passages": [{first}, {{"passage_id": "2", "url": "{TRAVEL}", "con'
-    server.script(extract=[Reply(content=cut)], generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
-    out = run(server, "How early must flights be booked?", TRAVEL)
+    out = ask(scripted(cut, f"{BOOKING} [{TRAVEL}]"), "How early must flights be booked?", TRAVEL)
     assert [p["content"] for p in out["passages"]] == [BOOKING]
     assert out["status"] == "answered"
 
@@ -218,18 +219,17 @@ def test_function_calling_method(server: OpenAIServer) -> None:
     check_grounded(out)
 
 
-def test_no_relevant_passage_is_insufficient(server: OpenAIServer) -> None:
-    server.script(extract=[passages_reply()])
-    out = run(server, "What is the parking policy?", TRAVEL, EXPENSES)
+def test_no_relevant_passage_is_insufficient() -> None:
+    model = scripted(passages_json())
+    out = ask(model, "What is the parking policy?", TRAVEL, EXPENSES)
     assert out["answer"] == INSUFFICIENT_ANSWER and out["citations"] == []
     assert out["status"] == "insufficient" and out["model_errors"] == []
-    assert server.of_kind("generate") == []
+    assert model.of_kind("generate") == []
 
 
-def test_a_quote_with_normalised_whitespace_is_kept_as_the_source_text(server: OpenAIServer) -> None:
-    server.script(extract=[passages_reply((TRAVEL, BOOKING.replace(" ", "  ").upper()))],
-                  generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
-    out = run(server, "How early must flights be booked?", TRAVEL)
+def test_a_quote_with_normalised_whitespace_is_kept_as_the_source_text() -> None:
+    model = scripted(passages_json((TRAVEL, BOOKING.replace(" ", "  ").upper())), f"{BOOKING} [{TRAVEL}]")
+    out = ask(model, "How early must flights be booked?", TRAVEL)
     assert out["alignment"][0]["action"] == "kept"
     assert out["alignment"][0]["quote"] == BOOKING  # the document's own characters, not the model's
     assert out["status"] == "answered"

@@ -1,6 +1,7 @@
 """The LLM path against servers that differ from OpenAI's API (issue 17): a request shape the server
-rejects with HTTP 500, output caps a server reads only as `max_tokens`, a one-slot server, a model
-that forgets citations or copies the prompt's example, and passages that are only headings."""
+rejects with HTTP 500, output caps a server reads only as `max_tokens`, a one-slot server; and, with a
+model without HTTP, a model that forgets citations or copies the prompt's example, and passages that are
+only headings."""
 
 from __future__ import annotations
 
@@ -26,12 +27,16 @@ from tests.support.llm import (
     BUSINESS,
     EXPENSES,
     TRAVEL,
+    FakeModel,
     ListRetriever,
     check_grounded,
     echo_responder,
+    fake_context,
     llm_context,
+    passages_json,
     passages_reply,
     retriever,
+    scripted,
     server,
 )
 from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
@@ -44,6 +49,11 @@ QUERY = BOOKING_QUERY
 def ask(server: OpenAIServer, query: str = QUERY, **ctx: Any) -> dict[str, Any]:
     g = build_graph(retriever=retriever(TRAVEL, EXPENSES))
     return g.invoke({"query": query}, context=llm_context(server, **ctx))
+
+
+def ask_model(model: FakeModel, query: str = QUERY) -> dict[str, Any]:
+    return build_graph(retriever=retriever(TRAVEL, EXPENSES), chat_model=model).invoke(
+        {"query": query}, context=fake_context())
 
 
 def shapes(server: OpenAIServer) -> list[str]:
@@ -140,10 +150,9 @@ def test_a_single_slot_server_finishes_a_long_document_query_without_timeouts() 
         check_grounded(out)
 
 
-def test_an_uncited_model_answer_is_salvaged_sentence_by_sentence(server: OpenAIServer) -> None:
-    server.script(extract=[passages_reply((TRAVEL, BOOKING), (TRAVEL, BUSINESS))],
-                  generate=[Reply(content=f"{BOOKING} Flights to the moon are always business class.\n{BUSINESS}")])
-    out = ask(server)
+def test_an_uncited_model_answer_is_salvaged_sentence_by_sentence() -> None:
+    out = ask_model(scripted(passages_json((TRAVEL, BOOKING), (TRAVEL, BUSINESS)),
+                             f"{BOOKING} Flights to the moon are always business class.\n{BUSINESS}"))
     assert out["generated_by"] == "model"
     assert out["answer"] == f"{BOOKING} [{TRAVEL}]\n{BUSINESS} [{TRAVEL}]"
     assert out["removed_sentences"] == ["Flights to the moon are always business class."]
@@ -152,28 +161,26 @@ def test_an_uncited_model_answer_is_salvaged_sentence_by_sentence(server: OpenAI
     check_grounded(out)
 
 
-def test_an_uncited_sentence_is_not_cut_at_an_abbreviation(server: OpenAIServer) -> None:
+def test_an_uncited_sentence_is_not_cut_at_an_abbreviation() -> None:
     # "U.S." and "e.g." end no sentence: cut there, "Trips to the U.S." went as a fragment and the rest
     # of the sentence was re-cited alone, an answer saying less than the model wrote.
     page = "https://wiki.example/abroad"
     esta = "Trips to the U.S. need an approved ESTA at least 72 hours before departure."
     fares = "Book refundable fares, e.g. flexible economy, when your dates may still change."
-    server.script(extract=[passages_reply((page, esta), (page, fares))],
-                  generate=[Reply(content=f"{esta} {fares}")])
     g = build_graph(retriever=ListRetriever(docs=[
-        Document(page_content=f"# Flights abroad\n\n{esta} {fares}\n", metadata={"url": page})]))
-    out = g.invoke({"query": "What do I need before a trip to the U.S.?"}, context=llm_context(server))
+        Document(page_content=f"# Flights abroad\n\n{esta} {fares}\n", metadata={"url": page})]),
+        chat_model=scripted(passages_json((page, esta), (page, fares)), f"{esta} {fares}"))
+    out = g.invoke({"query": "What do I need before a trip to the U.S.?"}, context=fake_context())
     assert out["answer"] == f"{esta} [{page}] {fares} [{page}]"
     assert out["removed_sentences"] == []
     assert "2 sentence(s)" in out["model_errors"][0]["message"] and "2 re-cited" in out["model_errors"][0]["message"]
 
 
-def test_a_restated_question_and_repeats_are_not_salvaged(server: OpenAIServer) -> None:
+def test_a_restated_question_and_repeats_are_not_salvaged() -> None:
     question = "How early must employees book flights through the TravelDesk portal?"
-    server.script(extract=[passages_reply((TRAVEL, BOOKING))],
-                  generate=[Reply(content=f"{question} {BOOKING}\n{BOOKING}\n{question}\n"
-                                          "Employees must book flights through the TravelDesk portal")])
-    out = ask(server, query=question)
+    model = scripted(passages_json((TRAVEL, BOOKING)), f"{question} {BOOKING}\n{BOOKING}\n{question}\n"
+                     "Employees must book flights through the TravelDesk portal")
+    out = ask_model(model, query=question)
     assert out["answer"] == f"{BOOKING} [{TRAVEL}]"
     # The last line restates the question (cut where a weak model broke its line): no claim either.
     assert out["removed_sentences"] == [question, BOOKING, question,
@@ -181,24 +188,21 @@ def test_a_restated_question_and_repeats_are_not_salvaged(server: OpenAIServer) 
     assert "5 sentence(s)" in out["model_errors"][0]["message"] and "1 re-cited" in out["model_errors"][0]["message"]
 
 
-def test_passages_copied_from_the_prompts_example_are_dropped(server: OpenAIServer) -> None:
+def test_passages_copied_from_the_prompts_example_are_dropped() -> None:
     example = {"passage_id": "1", "url": "[example-doc]", "content": "<a passage copied exactly from that document>"}
     real = {"passage_id": "2", "url": TRAVEL, "content": BOOKING}
-    server.script(extract=[Reply(content=json.dumps({"collected_passages": [example, real]}))],
-                  generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
-    out = ask(server)
+    model = scripted(json.dumps({"collected_passages": [example, real]}), f"{BOOKING} [{TRAVEL}]")
+    out = ask_model(model)
     assert [p["url"] for p in out["passages"]] == [TRAVEL]
     assert "dropped 1 passage(s) copied from the prompt's example" in out["extraction_notes"][0]
     # The example itself cannot be mistaken for document text: placeholders, not prose.
-    assert "[example-doc]" in server.of_kind("extract")[0].text
-    assert "docs.example.com" not in server.of_kind("extract")[0].text
+    assert "[example-doc]" in model.of_kind("extract")[0]
+    assert "docs.example.com" not in model.of_kind("extract")[0]
 
 
-def test_a_heading_or_a_fragment_is_not_evidence(server: OpenAIServer) -> None:
-    server.script(extract=[passages_reply((TRAVEL, "# Travel policy"), ("https://invented.example/x", "Overview"),
-                                          (TRAVEL, BOOKING))],
-                  generate=[Reply(content=f"{BOOKING} [{TRAVEL}]")])
-    out = ask(server)
+def test_a_heading_or_a_fragment_is_not_evidence() -> None:
+    out = ask_model(scripted(passages_json((TRAVEL, "# Travel policy"), ("https://invented.example/x", "Overview"),
+                                           (TRAVEL, BOOKING)), f"{BOOKING} [{TRAVEL}]"))
     reasons = {d["content"]: (d["action"], d["reason"]) for d in out["alignment"]}
     assert reasons["# Travel policy"] == ("dropped", "the passage is only a heading")
     assert reasons["Overview"][0] == "dropped"
@@ -214,10 +218,10 @@ def test_the_evidence_rule() -> None:
     assert evidence_problem("Receipts attached.", 2) is None
 
 
-def test_only_headings_verified_means_no_generation_call(server: OpenAIServer) -> None:
-    server.script(extract=[passages_reply((TRAVEL, "# Travel policy"))], generate=[Reply(content="unused")])
-    out = ask(server)
-    assert not out["verified"] and not server.of_kind("generate")
+def test_only_headings_verified_means_no_generation_call() -> None:
+    model = scripted(passages_json((TRAVEL, "# Travel policy")), "unused")
+    out = ask_model(model)
+    assert not out["verified"] and not model.of_kind("generate")
     assert out["status"] == "insufficient"
 
 

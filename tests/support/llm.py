@@ -1,21 +1,31 @@
-"""Shared pieces of the LLM-path tests: a small corpus, a retriever, the scripted server fixture,
-an "echo" model that quotes the documents it is shown, and the groundedness checks."""
+"""Shared pieces of the LLM-path tests: a small corpus, a retriever, the scripted server fixture, a
+chat model without HTTP, an "echo" model that quotes the documents it is shown, and the groundedness checks.
+
+Which model a test uses says what it is about. A test of the wire (retries, Retry-After, timeouts, HTTP
+errors, request shapes, usage, token streaming) drives the real `ChatOpenAI` against the scripted server
+(tests/support/openai_server.py); a test of the graph's logic (alignment, verification, rewriting, what a
+prompt shows) injects `FakeModel`, LangChain's `GenericFakeChatModel`, and runs without a socket."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import CallbackManagerForLLMRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
+from pydantic import Field
 
 from evident.citations.answer import PREFACE, citations_in, parse_answer
 from evident.context import EvidentContext
-from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
+from evident.llm.replies import text_of
+from tests.support.openai_server import EXTRACT_MARKER, ChatRequest, OpenAIServer, Reply
 
 TRAVEL = "https://wiki.example/travel"
 EXPENSES = "https://policies.example/expenses"
@@ -82,10 +92,55 @@ def llm_context(server: OpenAIServer, **kw: Any) -> EvidentContext:
     return EvidentContext(**values)
 
 
-def passages_reply(*items: tuple[str, str], **kw: Any) -> Reply:
-    """An extraction reply: (url, content) pairs as `collected_passages`."""
+def passages_json(*items: tuple[str, str]) -> str:
+    """An extraction reply's text: (url, content) pairs as `collected_passages`."""
     body = {"collected_passages": [{"passage_id": str(i), "url": u, "content": c} for i, (u, c) in enumerate(items, 1)]}
-    return Reply(content=json.dumps(body), **kw)
+    return json.dumps(body)
+
+
+def passages_reply(*items: tuple[str, str], **kw: Any) -> Reply:
+    """The scripted server's extraction reply: (url, content) pairs as `collected_passages`."""
+    return Reply(content=passages_json(*items), **kw)
+
+
+# -- a chat model without HTTP, for tests of the graph's logic -------------------------------------------
+
+
+class FakeModel(GenericFakeChatModel):
+    """`GenericFakeChatModel` (replies in order from `messages`, streamed word by word) that keeps the
+    text of every prompt it is shown in `prompts`; with `respond`, each reply is written from its prompt
+    instead. A `respond` that raises is a failed model call."""
+
+    messages: Iterator[AIMessage | str] = Field(default_factory=lambda: iter(()))
+    respond: Callable[[str], str] | None = None
+    prompts: list[str] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        prompt = "\n".join(text_of(m) for m in messages)
+        self.prompts.append(prompt)
+        if self.respond is None:
+            return super()._generate(messages, stop, run_manager, **kwargs)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(self.respond(prompt)))])
+
+    def of_kind(self, kind: str) -> list[str]:
+        """The prompts of one kind of call: "extract" or "generate" (the server's `of_kind`)."""
+        return [p for p in self.prompts if prompt_kind(p) == kind]
+
+
+def prompt_kind(prompt: str) -> str:
+    return "extract" if EXTRACT_MARKER in prompt else "generate"
+
+
+def scripted(*replies: str) -> FakeModel:
+    """A model whose calls get `replies` in order (extraction, then generation, for a one-batch query)."""
+    return FakeModel(messages=iter(replies))
+
+
+def fake_context(**kw: Any) -> EvidentContext:
+    """Settings for a `FakeModel`: extraction asks for plain text at once, since a fake has no structured
+    output (the ladder down to it is tested through `ChatOpenAI`)."""
+    return EvidentContext(**{"structured_output": "text", **kw})
 
 
 # -- an echo model: quotes the documents it is shown ----------------------------------------------
@@ -101,30 +156,40 @@ _PASSAGE = re.compile(
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]")
 
 
-def prompt_documents(request: ChatRequest) -> list[tuple[str, str]]:
+def prompt_documents(prompt: str) -> list[tuple[str, str]]:
     """(url, content) of every document an extraction prompt shows."""
-    return [(m["url"], m["content"]) for m in _DOC.finditer(request.text)]
+    return [(m["url"], m["content"]) for m in _DOC.finditer(prompt)]
+
+
+def echo(prompt: str, kind: str, extract_sentences: int = 1) -> str:
+    """A deterministic stand-in for a good model: extraction quotes the first sentences of every
+    document (or part) shown, verbatim; generation states the first sentence of every passage with
+    its [url]."""
+    if kind == "extract":
+        found: list[tuple[str, str]] = []
+        for url, content in prompt_documents(prompt):
+            sentences = [m.group(0).strip() for m in _SENTENCE.finditer(content) if len(m.group(0).split()) >= 4]
+            found.extend((url, s) for s in sentences[:extract_sentences])
+        return passages_json(*found)
+    lines = []
+    for m in _PASSAGE.finditer(prompt):
+        first = _SENTENCE.search(m["content"])
+        if first:
+            lines.append(f"{first.group(0).strip()} [{m['url']}]")
+    return "\n".join(lines) or "Nothing to say."
+
+
+def echo_model() -> FakeModel:
+    """The echo model without HTTP."""
+    return FakeModel(respond=lambda prompt: echo(prompt, prompt_kind(prompt)))
 
 
 def echo_responder(extract_sentences: int = 1, tokens: dict[str, Any] | None = None) -> Any:
-    """A deterministic stand-in for a good model: extraction quotes the first sentences of every
-    document (or part) shown, verbatim; generation states the first sentence of every passage with
-    its [url]. `tokens` adds simulated latency (Reply's ttft_s / tokens_per_s)."""
+    """The echo model as the scripted server's responder; `tokens` adds simulated latency (Reply's
+    ttft_s / tokens_per_s)."""
 
     def respond(request: ChatRequest) -> Reply:
-        extra = dict(tokens or {})
-        if request.kind == "extract":
-            found: list[tuple[str, str]] = []
-            for url, content in prompt_documents(request):
-                sentences = [m.group(0).strip() for m in _SENTENCE.finditer(content) if len(m.group(0).split()) >= 4]
-                found.extend((url, s) for s in sentences[:extract_sentences])
-            return passages_reply(*found, **extra)
-        lines = []
-        for m in _PASSAGE.finditer(request.text):
-            first = _SENTENCE.search(m["content"])
-            if first:
-                lines.append(f"{first.group(0).strip()} [{m['url']}]")
-        return Reply(content="\n".join(lines) or "Nothing to say.", **extra)
+        return Reply(content=echo(request.text, request.kind, extract_sentences), **(tokens or {}))
 
     return respond
 
