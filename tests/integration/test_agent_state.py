@@ -16,10 +16,7 @@ from evident.context import EvidentContext
 from evident.conversation.messages import earlier_answers, earlier_turns, question_at, read_messages, to_turns
 from evident.graph import build_graph
 from evident.web.auth import oversized_input
-from tests.support.llm import EXPENSES, TRAVEL, check_grounded, echo_responder, llm_context, retriever, server
-from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
-
-__all__ = ["server"]  # the scripted-model fixture
+from tests.support.llm import EXPENSES, TRAVEL, FakeModel, check_grounded, echo, fake_context, prompt_kind, retriever
 
 FIRST = "How many days do I have to submit my expense report after a business trip?"
 INSTRUCTIONS = "You are the HR assistant of Tessellate. Always answer in French."
@@ -123,17 +120,17 @@ def test_instructions_in_a_served_request_are_context_and_bounded(examples: Path
     assert out["status"] == "error" and "the conversation is too long" in out["error"]
 
 
-def test_the_model_never_reads_instructions_or_tool_results(server: OpenAIServer) -> None:
+def test_the_model_never_reads_instructions_or_tool_results() -> None:
     """LLM mode: the rewrite prompt shows the user's turns and the assistant's replies; no prompt shows
     the agent's instructions, its tool calls or their results."""
     rewrite_marker = "The question, standing alone:"
 
-    def respond(request: ChatRequest) -> Reply:
-        if rewrite_marker in request.text:
-            return Reply(content="How long do I have to submit expense reports?")
-        return echo_responder()(request)
+    def respond(prompt: str) -> str:
+        if rewrite_marker in prompt:
+            return "How long do I have to submit expense reports?"
+        return echo(prompt, prompt_kind(prompt))
 
-    server.respond_with(respond)
+    model = FakeModel(respond=respond)
     messages = [SystemMessage(INSTRUCTIONS), HumanMessage("Who must approve large expense reports?"),
                 AIMessage("A director approves reports above 5,000 EUR."), tool_call("call_1"),
                 ToolMessage(content=TOOL_RESULT, tool_call_id="call_1"),
@@ -141,15 +138,15 @@ def test_the_model_never_reads_instructions_or_tool_results(server: OpenAIServer
                                                                            "id": "call_2"}]),
                 ToolMessage(content=TOOL_RESULT, tool_call_id="call_2"),
                 HumanMessage("and how long do I have to submit them?")]
-    out = build_graph(retriever=retriever(TRAVEL, EXPENSES)).invoke({"messages": messages},
-                                                                   context=llm_context(server))
+    out = build_graph(retriever=retriever(TRAVEL, EXPENSES), chat_model=model).invoke({"messages": messages},
+                                                                                     context=fake_context())
     assert out["status"] == "answered" and out["rewrite"]["rewritten_by"] == "model"
-    (call,) = [r for r in server.requests if rewrite_marker in r.text]
-    assert "User: Who must approve large expense reports?" in call.text
-    assert "Assistant: A director approves reports above 5,000 EUR." in call.text
-    for request in server.requests:
+    (call,) = [p for p in model.prompts if rewrite_marker in p]
+    assert "User: Who must approve large expense reports?" in call
+    assert "Assistant: A director approves reports above 5,000 EUR." in call
+    for prompt in model.prompts:
         for hidden in ("Always answer in French", "company holiday", "Let me check the calendar"):
-            assert hidden not in request.text
+            assert hidden not in prompt
     check_grounded(out)
 
 

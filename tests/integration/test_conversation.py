@@ -15,10 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from evident.context import EvidentContext
 from evident.graph import build_graph
 from evident.nodes.rewrite import RULE_FALLBACK
-from tests.support.llm import EXPENSES, TRAVEL, check_grounded, echo_responder, llm_context, retriever, server
-from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
-
-__all__ = ["server"]  # the scripted-model fixture
+from tests.support.llm import EXPENSES, TRAVEL, FakeModel, check_grounded, echo, fake_context, prompt_kind, retriever
 
 GUIDE = "https://policies.tessellate.example/finance/travel-and-expenses"
 HOW_TO = "https://wiki.tessellate.example/finance/how-to-submit-expenses"
@@ -161,33 +158,38 @@ def test_the_rewrite_is_a_traced_step(examples: Path) -> None:
 # -- LLM mode: the rewrite call ------------------------------------------------------------------------
 
 
-def rewriting(question: str | Reply) -> Any:
-    """The echo model, except that a rewrite call gets `question` (or the scripted failure)."""
-    echo = echo_responder()
+def rewriting(question: str | Exception) -> Any:
+    """The echo model's replies, except that a rewrite call gets `question` (or fails with it)."""
 
-    def respond(request: ChatRequest) -> Reply:
-        if REWRITE_MARKER in request.text:
-            return question if isinstance(question, Reply) else Reply(content=question)
-        return echo(request)
+    def respond(prompt: str) -> str:
+        if REWRITE_MARKER not in prompt:
+            return echo(prompt, prompt_kind(prompt))
+        if isinstance(question, Exception):
+            raise question
+        return question
 
     return respond
 
 
-def test_the_model_rewrites_a_follow_up(server: OpenAIServer) -> None:
-    g = build_graph(retriever=retriever(TRAVEL, EXPENSES), checkpointer=InMemorySaver())
-    ctx = llm_context(server)
-    server.respond_with(rewriting("How long is the deadline for submitting expense reports?"))
+def rewrites(model: FakeModel) -> list[str]:
+    return [p for p in model.prompts if REWRITE_MARKER in p]
+
+
+def test_the_model_rewrites_a_follow_up() -> None:
+    model = FakeModel(respond=rewriting("How long is the deadline for submitting expense reports?"))
+    g = build_graph(retriever=retriever(TRAVEL, EXPENSES), checkpointer=InMemorySaver(), chat_model=model)
+    ctx = fake_context()
     first = g.invoke(say("Who must approve large expense reports?"), config=thread("llm"), context=ctx)
     assert first["rewrite"]["rewritten_by"] == "none"
-    assert not [r for r in server.requests if REWRITE_MARKER in r.text]  # a first question needs no rewrite
+    assert not rewrites(model)  # a first question needs no rewrite
     chunks = list(g.stream(say("and how long do I have to submit them?"), config=thread("llm"), context=ctx,
                            stream_mode=["messages", "values"]))
     out = [item for mode, item in chunks if mode == "values"][-1]
     assert out["query"] == "How long is the deadline for submitting expense reports?"
     assert out["rewrite"]["rewritten_by"] == "model" and out["status"] == "answered"
-    (call,) = [r for r in server.requests if REWRITE_MARKER in r.text]
-    assert "User: Who must approve large expense reports?" in call.text
-    assert "Assistant: " in call.text and "Latest message: and how long do I have to submit them?" in call.text
+    (call,) = rewrites(model)
+    assert "User: Who must approve large expense reports?" in call
+    assert "Assistant: " in call and "Latest message: and how long do I have to submit them?" in call
     check_grounded(out)
     check_answer_message(out)
     # The rewrite's reply never reaches a chat client's stream: only the verified answer.
@@ -198,10 +200,10 @@ def test_the_model_rewrites_a_follow_up(server: OpenAIServer) -> None:
                for mode, (m, _) in ((x, i) for x, i in chunks if x == "messages") if isinstance(m, AIMessageChunk))
 
 
-def test_a_failing_rewrite_call_falls_back_to_the_rule(server: OpenAIServer) -> None:
-    g = build_graph(retriever=retriever(TRAVEL, EXPENSES), checkpointer=InMemorySaver())
-    ctx = llm_context(server, model_max_retries=0)
-    server.respond_with(rewriting(Reply(status=500, error="the model is down")))
+def test_a_failing_rewrite_call_falls_back_to_the_rule() -> None:
+    model = FakeModel(respond=rewriting(RuntimeError("the model is down")))
+    g = build_graph(retriever=retriever(TRAVEL, EXPENSES), checkpointer=InMemorySaver(), chat_model=model)
+    ctx = fake_context()
     g.invoke(say("Who must approve large expense reports?"), config=thread("down"), context=ctx)
     out = g.invoke(say("and how long do I have to submit them?"), config=thread("down"), context=ctx)
     assert out["status"] == "degraded"
@@ -211,26 +213,26 @@ def test_a_failing_rewrite_call_falls_back_to_the_rule(server: OpenAIServer) -> 
     assert out["timings_ms"]["rewrite"] >= 0
     check_grounded(out)
     # The next turn starts afresh: the failure is not carried over.
-    server.respond_with(rewriting("How long do I have to submit expense reports?"))
+    model.respond = rewriting("How long do I have to submit expense reports?")
     again = asyncio.run(g.ainvoke(say("and receipts?"), config=thread("down"), context=ctx))
     assert again["model_errors"] == [] and again["status"] == "answered"
     assert again["rewrite"]["rewritten_by"] == "model"
 
 
-def test_a_reply_to_the_assistants_question_is_rewritten_by_the_model(server: OpenAIServer) -> None:
+def test_a_reply_to_the_assistants_question_is_rewritten_by_the_model() -> None:
     """The model sees the assistant's question and the reply; its question is the one answered."""
-    g = build_graph(retriever=retriever(TRAVEL, EXPENSES))
-    ctx = llm_context(server)
-    server.respond_with(rewriting("Do large expense reports need a second approval?"))
+    model = FakeModel(respond=rewriting("Do large expense reports need a second approval?"))
+    g = build_graph(retriever=retriever(TRAVEL, EXPENSES), chat_model=model)
+    ctx = fake_context()
     messages = [HumanMessage("Who must approve large expense reports?"),
                 AIMessage("Your manager approves them. Is the report above 5,000 USD?"), HumanMessage("yes")]
     out = g.invoke({"messages": messages}, context=ctx)
     assert out["rewrite"]["rewritten_by"] == "model" and out["status"] == "answered"
     assert out["standalone_query"] == out["query"] == "Do large expense reports need a second approval?"
-    (call,) = [r for r in server.requests if REWRITE_MARKER in r.text]
-    assert "Assistant: Your manager approves them. Is the report above 5,000 USD?" in call.text
-    assert "Latest message: yes" in call.text
-    assert "replies to a question the assistant asked" in call.text  # the prompt says how to read it
+    (call,) = rewrites(model)
+    assert "Assistant: Your manager approves them. Is the report above 5,000 USD?" in call
+    assert "Latest message: yes" in call
+    assert "replies to a question the assistant asked" in call  # the prompt says how to read it
     check_grounded(out)
 
 
@@ -255,18 +257,18 @@ def test_follow_ups_answer_what_they_add(examples: Path) -> None:
     assert any("You may carry over up to 5 unused days" in c["quote"] for c in carry["citations"])
 
 
-def test_the_model_is_not_offered_a_passage_an_earlier_answer_gave(server: OpenAIServer) -> None:
+def test_the_model_is_not_offered_a_passage_an_earlier_answer_gave() -> None:
     """LLM mode: generation sees only the passages the conversation has not already been given."""
-    g = build_graph(retriever=retriever(TRAVEL, EXPENSES))
-    ctx = llm_context(server)
-    server.respond_with(rewriting("What else do the travel and expense policies say?"))
+    model = FakeModel(respond=rewriting("What else do the travel and expense policies say?"))
+    g = build_graph(retriever=retriever(TRAVEL, EXPENSES), chat_model=model)
+    ctx = fake_context()
     said = "Expense reports must be submitted in Ledgerly within 30 days of the trip's end date."
     messages = [HumanMessage("When are expense reports due?"), AIMessage(f"{said} [{EXPENSES}]"),
                 HumanMessage("what else?")]
     out = g.invoke({"messages": messages}, context=ctx)
     assert out["status"] == "answered"
     assert said in {d["quote"] for d in out["verified"]}  # extracted and verified again ...
-    generation = server.requests[-1].text
+    generation = model.prompts[-1]
     assert "Employees must book flights" in generation
     assert said not in generation  # ... but not offered to the answer
     assert said not in out["answer"]

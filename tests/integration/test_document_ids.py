@@ -15,10 +15,7 @@ from langchain_core.documents import Document
 
 from evident.citations.answer import citations_in, parse_answer
 from evident.graph import build_graph
-from tests.support.llm import ListRetriever, llm_context, passages_reply, server
-from tests.support.openai_server import OpenAIServer, Reply
-
-__all__ = ["server"]
+from tests.support.llm import ListRetriever, fake_context, passages_json, scripted
 
 # (id, title, text, question, a sentence the answer must cite)
 FORMS = [
@@ -103,16 +100,15 @@ def test_a_bracketed_word_is_text_unless_it_is_a_document_id() -> None:
     assert citations_in("Made up. [https://evil.example/x] [KB-9]", known) == ["https://evil.example/x"]
 
 
-def test_llm_mode_cites_plain_ids_and_keeps_bracketed_words_as_text(server: OpenAIServer) -> None:
+def test_llm_mode_cites_plain_ids_and_keeps_bracketed_words_as_text() -> None:
     text = "Open the [Home] page and choose Leave. Parental leave lasts 16 weeks at full pay."
     docs = [Document(page_content=text, metadata={"url": "KB-1042", "title": "Parental leave"}),
             Document(page_content=FORMS[2][2], metadata={"url": "hr/leave.md", "title": "Sick leave"})]
     draft = ("Open the [Home] page and choose Leave. [KB-1042]\n"
              "Parental leave lasts 16 weeks at full pay. [KB-1042][hr/leave.md]\n"
              "Managers may extend it to a year. [KB-7]")
-    server.script(extract=[passages_reply(("KB-1042", text))], generate=[Reply(content=draft)])
-    g = build_graph(retriever=ListRetriever(docs=docs))
-    out = g.invoke({"query": "How do I request parental leave and how long is it?"}, context=llm_context(server))
+    g = build_graph(retriever=ListRetriever(docs=docs), chat_model=scripted(passages_json(("KB-1042", text)), draft))
+    out = g.invoke({"query": "How do I request parental leave and how long is it?"}, context=fake_context())
     assert out["status"] == "answered" and out["generated_by"] == "model"
     # hr/leave.md was retrieved but has no verified passage: that citation is dropped; the
     # unsupported sentence citing an unknown id goes with verify.

@@ -24,9 +24,12 @@ from tests.support.llm import (
     TRAVEL,
     check_grounded,
     echo_responder,
+    fake_context,
     llm_context,
+    passages_json,
     passages_reply,
     retriever,
+    scripted,
     server,
 )
 from tests.support.openai_server import OpenAIServer, Reply
@@ -107,19 +110,20 @@ def test_a_refusal_degrades(server: OpenAIServer) -> None:
     check_grounded(out)
 
 
-def test_empty_output_degrades(server: OpenAIServer) -> None:
-    server.script(extract=[Reply(content="")], generate=[Reply(content="")])
-    out = run(server)
+def test_empty_output_degrades() -> None:
+    model = scripted("", "")
+    out = build_graph(retriever=retriever(TRAVEL, EXPENSES), chat_model=model).invoke(
+        {"query": QUERY}, context=fake_context())
     assert out["status"] == "degraded"
     assert "no usable passage list" in out["model_errors"][0]["message"]
     assert "empty answer" in out["model_errors"][1]["message"]
     check_grounded(out)
 
 
-def test_an_uncited_answer_that_nothing_supports_degrades(server: OpenAIServer) -> None:
-    server.script(extract=[passages_reply((TRAVEL, BOOKING))],
-                  generate=[Reply(content="I'm sorry, but I cannot answer questions about travel.")])
-    out = run(server)
+def test_an_uncited_answer_that_nothing_supports_degrades() -> None:
+    model = scripted(passages_json((TRAVEL, BOOKING)), "I'm sorry, but I cannot answer questions about travel.")
+    out = build_graph(retriever=retriever(TRAVEL, EXPENSES), chat_model=model).invoke(
+        {"query": QUERY}, context=fake_context())
     assert out["status"] == "degraded" and out["generated_by"] == "offline"
     assert [e["message"].split(":")[0] for e in out["model_errors"]] == ["verify"]
     assert "no sentence of the model's answer is supported" in out["model_errors"][0]["message"]

@@ -19,9 +19,12 @@ from tests.support.llm import (
     TRAVEL,
     check_grounded,
     echo_responder,
+    fake_context,
     llm_context,
+    passages_json,
     passages_reply,
     retriever,
+    scripted,
     server,
 )
 from tests.support.openai_server import OpenAIServer, Reply
@@ -67,15 +70,13 @@ def test_async_invoke_runs_the_llm_path(server: OpenAIServer) -> None:
     check_grounded(out)
 
 
-def test_the_does_not_explicitly_state_preface_is_kept_uncited(server: OpenAIServer) -> None:
+def test_the_does_not_explicitly_state_preface_is_kept_uncited() -> None:
     preface = (f"{PREFACE} whether economy flights can be booked 2 days ahead. "
                "Here are some details from the documentation which may help:")
-    server.script(
-        extract=[passages_reply((TRAVEL, BOOKING), (TRAVEL, BUSINESS))],
-        generate=[Reply(content=f"{preface}\n- {BOOKING} [{TRAVEL}]\n- {BUSINESS} [{TRAVEL}]")],
-    )
-    out = build_graph(retriever=retriever(TRAVEL)).invoke(
-        {"query": "Can I book an economy flight 2 days ahead?"}, context=llm_context(server))
+    model = scripted(passages_json((TRAVEL, BOOKING), (TRAVEL, BUSINESS)),
+                     f"{preface}\n- {BOOKING} [{TRAVEL}]\n- {BUSINESS} [{TRAVEL}]")
+    out = build_graph(retriever=retriever(TRAVEL), chat_model=model).invoke(
+        {"query": "Can I book an economy flight 2 days ahead?"}, context=fake_context())
     assert out["status"] == "answered"
     lines = out["answer"].splitlines()
     assert lines[0] == preface
@@ -84,25 +85,21 @@ def test_the_does_not_explicitly_state_preface_is_kept_uncited(server: OpenAISer
     check_grounded(out)
 
 
-def test_unsupported_sentences_can_be_flagged_instead_of_removed(server: OpenAIServer) -> None:
-    server.script(
-        extract=[passages_reply((TRAVEL, BOOKING))],
-        generate=[Reply(content=f"{BOOKING} [{TRAVEL}] Interns may book flights one day ahead. [{TRAVEL}]")],
-    )
-    out = build_graph(retriever=retriever(TRAVEL)).invoke(
-        {"query": "How early must flights be booked?"}, context=llm_context(server, unsupported="flag"))
+def test_unsupported_sentences_can_be_flagged_instead_of_removed() -> None:
+    model = scripted(passages_json((TRAVEL, BOOKING)),
+                     f"{BOOKING} [{TRAVEL}] Interns may book flights one day ahead. [{TRAVEL}]")
+    out = build_graph(retriever=retriever(TRAVEL), chat_model=model).invoke(
+        {"query": "How early must flights be booked?"}, context=fake_context(unsupported="flag"))
     assert "Interns may book flights one day ahead. [unsupported]" in out["answer"]
     assert out["removed_sentences"] == ["Interns may book flights one day ahead."]
 
 
-def test_a_citation_is_repaired_to_the_passage_that_supports_the_sentence(server: OpenAIServer) -> None:
-    server.script(
-        extract=[passages_reply((TRAVEL, BOOKING), (REMOTE, REMOTE_DAYS))],
-        generate=[Reply(content=f"Remote work is allowed for up to three days each week. [{TRAVEL}]\n"
-                                f"{BOOKING} [{TRAVEL}]")],
-    )
+def test_a_citation_is_repaired_to_the_passage_that_supports_the_sentence() -> None:
+    model = scripted(passages_json((TRAVEL, BOOKING), (REMOTE, REMOTE_DAYS)),
+                     f"Remote work is allowed for up to three days each week. [{TRAVEL}]\n{BOOKING} [{TRAVEL}]")
     query = "How many remote days are allowed and how early must flights be booked?"
-    out = build_graph(retriever=retriever(TRAVEL, REMOTE)).invoke({"query": query}, context=llm_context(server))
+    out = build_graph(retriever=retriever(TRAVEL, REMOTE), chat_model=model).invoke(
+        {"query": query}, context=fake_context())
     assert out["answer"].splitlines() == [f"Remote work is allowed for up to three days each week. [{REMOTE}]",
                                           f"{BOOKING} [{TRAVEL}]"]
     remote = next(c for c in out["citations"] if c["url"] == REMOTE)

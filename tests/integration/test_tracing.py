@@ -29,7 +29,9 @@ from tests.support.llm import (
     TRAVEL,
     ListRetriever,
     documents,
+    echo_model,
     echo_responder,
+    fake_context,
     llm_context,
     passages_reply,
     retriever,
@@ -263,13 +265,13 @@ def test_parallel_extraction_batches_are_runs_and_their_tokens_add_up(
     assert summary["tokens"]["input_tokens"] == sum(metadata(b)["tokens"]["input_tokens"] for b in batches)
 
 
-def test_the_model_never_sees_a_hidden_document(server: OpenAIServer, langsmith_api: LangSmithServer) -> None:
-    server.respond_with(echo_responder())
-    g = hr_graph()
+def test_the_model_never_sees_a_hidden_document(langsmith_api: LangSmithServer) -> None:
+    model = echo_model()
+    g = hr_graph(chat_model=model)
     out = traced(langsmith_api, lambda: g.invoke({"query": QUERY, "principal": {"user": "bob"}},
-                                                 context=llm_context(server)))
-    assert "acl_dropped" not in out and server.requests
-    prompts = "\n".join(r.text for r in server.requests)
+                                                 context=fake_context()))
+    assert "acl_dropped" not in out and model.prompts
+    prompts = "\n".join(model.prompts)
     sent = langsmith_api.sent_text()
     for marker in SECRET_MARKERS:
         assert marker not in prompts and marker not in sent, marker
@@ -278,7 +280,7 @@ def test_the_model_never_sees_a_hidden_document(server: OpenAIServer, langsmith_
 # -- tracing off costs little -------------------------------------------------------------------------
 
 
-def test_no_tracer_no_trace_summary(monkeypatch: pytest.MonkeyPatch, server: OpenAIServer) -> None:
+def test_no_tracer_no_trace_summary(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a tracer a node counts no tokens and makes no trace summary (prompt-token estimates, settings):
     only the short summary its `stream_mode="custom"` progress event needs."""
     calls: list[str] = []
@@ -292,9 +294,8 @@ def test_no_tracer_no_trace_summary(monkeypatch: pytest.MonkeyPatch, server: Ope
     g = hr_graph()
     g.invoke({"query": QUERY}, context=EvidentContext())
     list(g.stream({"query": QUERY}, context=EvidentContext(), stream_mode=["updates", "messages"]))
-    server.respond_with(echo_responder())
-    build_graph(retriever=retriever(TRAVEL)).invoke({"query": "How early must flights be booked?"},
-                                                    context=llm_context(server))
+    build_graph(retriever=retriever(TRAVEL), chat_model=echo_model()).invoke(
+        {"query": "How early must flights be booked?"}, context=fake_context())
     assert calls == []  # no tracer listening: no trace summary
 
     handler = RunCollectorCallbackHandler()
