@@ -16,7 +16,16 @@ from evident.llm.replies import read_extraction
 from evident.models import Passage
 from evident.nodes.extract import merge_passages
 from evident.prompts.render import render_document
-from tests.support.llm import ListRetriever, check_grounded, echo_responder, llm_context, prompt_documents, server
+from tests.support.llm import (
+    ListRetriever,
+    check_grounded,
+    echo_model,
+    echo_responder,
+    fake_context,
+    llm_context,
+    prompt_documents,
+    server,
+)
 from tests.support.openai_server import ChatRequest, OpenAIServer, Reply
 
 __all__ = ["server"]
@@ -142,8 +151,8 @@ def test_read_extraction_shapes() -> None:
     assert read_extraction(None).passages is None
 
 
-def test_a_custom_token_counter_is_used_and_a_broken_one_does_not_fail_the_query(server: OpenAIServer) -> None:
-    server.respond_with(echo_responder())
+def test_a_custom_token_counter_is_used_and_a_broken_one_does_not_fail_the_query() -> None:
+    model = echo_model()
     counted: list[str] = []
 
     def words(text: str) -> int:
@@ -151,16 +160,16 @@ def test_a_custom_token_counter_is_used_and_a_broken_one_does_not_fail_the_query
         return len(text.split())
 
     docs = long_corpus()
-    out = build_graph(retriever=ListRetriever(docs=docs), token_counter=words).invoke(
-        {"query": "Which team reviews the items?"}, context=llm_context(server, context_budget_tokens=900))
+    out = build_graph(retriever=ListRetriever(docs=docs), token_counter=words, chat_model=model).invoke(
+        {"query": "Which team reviews the items?"}, context=fake_context(context_budget_tokens=900))
     assert counted and out["status"] == "answered"
-    assert len(server.of_kind("extract")) >= 2  # about 2,300 words: several 900-word batches
+    assert len(model.of_kind("extract")) >= 2  # about 2,300 words: several 900-word batches
 
     def broken(text: str) -> int:
         raise RuntimeError("tokenizer not loaded")
 
-    n = len(server.of_kind("extract"))
-    out = build_graph(retriever=ListRetriever(docs=docs), token_counter=broken).invoke(
-        {"query": "Which team reviews the items?"}, context=llm_context(server))
+    n = len(model.of_kind("extract"))
+    out = build_graph(retriever=ListRetriever(docs=docs), token_counter=broken, chat_model=model).invoke(
+        {"query": "Which team reviews the items?"}, context=fake_context())
     assert out["status"] == "answered" and out["model_errors"] == []
-    assert len(server.of_kind("extract")) - n == len(docs)  # one batch per document
+    assert len(model.of_kind("extract")) - n == len(docs)  # one batch per document

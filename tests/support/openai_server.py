@@ -2,10 +2,11 @@
 
 It speaks the subset of `/v1/chat/completions` that EvidenT uses: non-streaming JSON and SSE
 streaming replies, `response_format` (json_schema / json_object) and `tools` / `tool_calls`, error
-statuses with `Retry-After`, stalls, malformed bodies, and a simulated model latency (time to first
-token plus a token rate). Tests script it per call kind ("extract" or "generate") or with a function.
-`GET /_requests` returns the record of requests (kind and monotonic start/finish times), for a
-benchmark that runs the server in another process.
+statuses with `Retry-After`, stalls, and a simulated model latency (time to first token plus a token
+rate). Tests script it per call kind ("extract" or "generate") or with a function. It serves tests of
+the wire; a test of the graph's logic injects `tests.support.llm.FakeModel` instead. `GET /_requests`
+returns the record of requests (kind and monotonic start/finish times), for a benchmark that runs the
+server in another process.
 
 Server behaviours seen in the wild, each opt-in: `reject_json_schema` answers a `json_schema`
 response_format with HTTP 500 and a Python traceback naming response_format (llama-cpp-python);
@@ -71,7 +72,6 @@ class Reply:
     delay_s: float = 0.0  # silence before the reply starts (a stall)
     ttft_s: float = 0.0  # simulated time to first token
     tokens_per_s: float | None = None  # simulated decode rate (None: instant)
-    raw_body: str | None = None  # sent verbatim instead of a well-formed body
     chunk_chars: int = 12  # characters per SSE delta
 
     def out_tokens(self) -> int:
@@ -266,9 +266,6 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             self._json(reply.status, {"error": {"message": reply.error or f"HTTP {reply.status}",
                                                 "type": "server_error", "code": None}}, reply.headers)
-            return
-        if reply.raw_body is not None:
-            self._raw(200, reply.raw_body.encode(), "application/json", reply.headers)
             return
         model = str(body.get("model") or "test-model")
         if request.stream:
