@@ -14,6 +14,12 @@ per (base URL, model) for the process, so later calls start there; it is reporte
 note, `extraction_notes` and the trace. Every reply is read by `read_extraction` (strict, then
 tolerant); a reply cut off at the output-token limit keeps its complete passages; passages that
 repeat the prompt's example are dropped.
+
+Each rung is `with_structured_output(schema, method=...)` (its request step, see `_structured_request`).
+The ladder is a loop rather than `.with_fallbacks`: a fallback chain moves on only when a rung raises,
+and chooses by exception type, whereas a rung here also fails by an unreadable reply, the choice
+depends on the status and message, every rung tried goes into the note, and the rung that worked is
+remembered.
 """
 
 from __future__ import annotations

@@ -3,8 +3,11 @@
 Retries are ours, not the SDK's (the client is built with `max_retries=0`): HTTP 429, 5xx and
 connection failures are retried with exponential backoff, honouring `Retry-After` up to the cap;
 timeouts are not retried, because a stalled server usually stays stalled and every retry would
-add a full timeout to the user's wait. The SDK's `max_retries` would retry timeouts too, and wait
-out a Retry-After of up to two minutes whatever `model_backoff_max_s` says. Every other failure is
+add a full timeout to the user's wait. The SDK's `max_retries` would retry timeouts too, retry a
+request shape the server rejects with HTTP 500 before the extraction ladder can step down, wait
+out a Retry-After of up to two minutes whatever `model_backoff_max_s` says, and wait while
+holding the server's request slot (`llm/servers.py`). LangChain's `.with_retry` takes our
+predicate and backoff but reads no `Retry-After`. Every other failure is
 turned into a `ModelFailure`, which the nodes record in `model_errors` before answering offline. A
 server's error message reaches the user without its traceback (`server_message`).
 """
