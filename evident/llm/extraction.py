@@ -18,8 +18,9 @@ repeat the prompt's example are dropped.
 Each rung is `with_structured_output(schema, method=...)` (its request step, see `_structured_request`).
 The ladder is a loop rather than `.with_fallbacks`: a fallback chain moves on only when a rung raises,
 and chooses by exception type, whereas a rung here also fails by an unreadable reply, the choice
-depends on the status and message, every rung tried goes into the note, and the rung that worked is
-remembered.
+depends on the status and message (a 500 naming `response_format` moves on, another 500 does not),
+every rung tried goes into the note, and the rung that worked is remembered. A chain that moves on at
+any exception walks every rung on a 429 or a timeout: three requests where one times out.
 """
 
 from __future__ import annotations
