@@ -108,9 +108,9 @@ def retrieve(questions: list[dict[str, Any]], ctx: Any, cache: Path | None) -> l
 
 def _uncited(answer: str, urls: list[str]) -> tuple[int, int]:
     """(answer words, words of the units without a citation)."""
-    from evident.citations.answer import parse_answer, units_of
+    from evident.citations.answer import parse_answer, sentences_in
 
-    units = list(units_of(parse_answer(answer, frozenset(urls))))
+    units = list(sentences_in(parse_answer(answer, frozenset(urls))))
     total = sum(len(_CITE.sub("", u.text).split()) for u in units)
     return total, sum(len(u.text.split()) for u in units if not u.urls)
 

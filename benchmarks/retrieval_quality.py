@@ -83,9 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     from evident.connectors.index.retriever import LocalCorpusRetriever
     from evident.connectors.query_meaning import prepare_meaning
     from evident.context import EvidentContext
-    from evident.conversation.rule import Turn, condense
+    from evident.conversation.rule import condense
     from evident.embeddings import resolve_embeddings
     from evident.embeddings.meaning import QueryMeaning
+    from evident.models import Turn
 
     label, corpus, rows = load(args)
     ctx = EvidentContext(embeddings="local")

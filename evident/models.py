@@ -87,9 +87,51 @@ class Rewrite(BaseModel):
     problem: str = Field("", description="why the request's messages were refused ('' when they were not)")
     model_error: SourceError | None = Field(None, description="the rewrite call's failure (the rule was used)")
 
+
+
+Role = Literal["user", "assistant"]
+
+
+class Turn(BaseModel):
+    """One message of a conversation. `standalone` is, for an answer, the question it answered (the
+    graph records it on its answers; a client's own assistant messages have none)."""
+
+    role: Role
+    content: str
+    standalone: str | None = None
+
+
+class Conversation(BaseModel):
+    """What a query's `rewrite` step read of its conversation, once, for the steps after it."""
+
+    history: list[Turn] = Field(default_factory=list, description="the turns before the question; none for a "
+                                "`query` input, which stands alone")
+    said: list[str] = Field(default_factory=list, description="the text of the conversation's last answers: "
+                            "what was already said, which an answer need not repeat")
+
+
+class Sentence(BaseModel):
+    """One sentence of an answer (the paper's fact unit, §6.2: the text before a citation group), the ids of
+    the documents it cites, and whether `verify` flagged it as unsupported (`unsupported = "flag"`)."""
+
+    text: str
+    urls: list[str] = Field(default_factory=list)
+    flagged: bool = False
+
+
+class Line(BaseModel):
+    """One line of an answer: its list marker (`prefix`, '' for prose) and its sentences; a line without
+    sentences and without a marker is a paragraph break. The draft answer is a list of them from `generate`
+    to `postprocess`, which renders it as text once (evident/citations/answer.py)."""
+
+    prefix: str = ""
+    sentences: list[Sentence] = Field(default_factory=list)
+
+
 __all__ = [
-    "INSUFFICIENT_ANSWER", "AlignmentDecision", "Citation", "Evidence", "Passage", "Principal", "RetrievedRef",
-    "Rewrite", "SourceDocument", "SourceError", "SourceRun", "Status",
+    "INSUFFICIENT_ANSWER", "AlignmentDecision", "Citation", "Conversation", "Evidence", "Line", "Passage",
+    "Principal", "RetrievedRef", "Rewrite", "Role", "Sentence", "SourceDocument", "SourceError", "SourceRun",
+    "Status", "Turn",
 ]
 
 

@@ -21,7 +21,9 @@ from evident.models import (
     AlignmentDecision,
     BatchExtraction,
     Citation,
+    Conversation,
     Evidence,
+    Line,
     Passage,
     Principal,
     RetrievedRef,
@@ -97,7 +99,7 @@ def merge_extractions(left: list[_T] | None, right: list[_T] | None) -> list[_T]
     return [*(left or []), *right]
 
 def per_query(left: list[_T] | None, right: list[_T] | None) -> list[_T]:
-    """State reducer: the items of the query's steps add up (`retrieve`, which starts its results, starts afresh
+    """State reducer: the items of the query's steps add up (`rewrite`, which starts a query, starts afresh
     with `Overwrite`)."""
     return [*(left or []), *(right or [])]
 
@@ -135,7 +137,7 @@ class Outcome(TypedDict, total=False):
 
 class OutputState(Outcome, total=False):
     """What a query returns (the graph's output schema): the answer, its citations and the evidence
-    trail. Every key is there once the query ends (`retrieve` writes them all, `postprocess` the answer).
+    trail. Every key is there once the query ends (`rewrite` writes them all, `postprocess` the answer).
     Every value is JSON: a model as `model_dump(mode="json")` (the model named beside it validates it back),
     a message as its JSON dict, the same locally and from a server."""
 
@@ -164,7 +166,13 @@ class EvidentState(OutputState, total=False):
     """The shared state the nodes read: what a query returns, who asked, and the unchecked draft."""
 
     principal: Principal | dict[str, Any] | None
-    draft: str  # the answer before `verify` checked it
+    # What `rewrite`, the first step, settled for the whole query (evident/nodes/prepare.py): who is asking (the
+    # principal `retrieve` searches as; on the server the authenticated user) and what the conversation holds.
+    caller: Json | None  # Principal
+    conversation: Json  # Conversation
+    # The answer from `generate` to `postprocess`: its lines of cited sentences, which `verify` checks and
+    # `postprocess` renders as the answer's text.
+    draft: list[Json]  # Line
     # The offline extractor's evidence was admitted by a narrow margin (`extractor.Extraction.weak`): the
     # offline answer says first that the documentation does not state it explicitly. `extract` writes it.
     weak_evidence: bool
@@ -174,8 +182,7 @@ class EvidentState(OutputState, total=False):
 
 
 class Timed(TypedDict, total=False):
-    # The step's own time, under its name; `retrieve` replaces the previous query's times (`Overwrite`), keeping
-    # the time of this query's `rewrite`.
+    # The step's own time, under its name; `rewrite` replaces the previous query's times (`Overwrite`).
     timings_ms: dict[str, float] | Overwrite
 
 
@@ -184,6 +191,8 @@ class RewriteUpdate(Timed, total=False):
     standalone_query: str
     rewrite: Rewrite
     messages: Sequence[BaseMessage]  # removals of a refused conversation's messages
+    conversation: Conversation
+    caller: Principal | None
 
 
 class ExtractBatch(TypedDict):
@@ -211,9 +220,18 @@ class AlignUpdate(Timed, total=False):
     verified: list[AlignmentDecision]
 
 
-class QueryStart(AlignUpdate, Outcome, total=False):
-    """`retrieve`, the step after `rewrite` that starts a query's results: every per-query field, emptied unless
-    it set it."""
+class RetrieveUpdate(Timed, total=False):
+    documents: list[SourceDocument]
+    retrieved: list[RetrievedRef]
+    source_errors: list[SourceError]
+    source_runs: list[SourceRun]
+    notes: list[str]
+    status: Status | Unset
+    error: str
+
+
+class QueryStart(RewriteUpdate, RetrieveUpdate, AlignUpdate, Outcome, total=False):
+    """`rewrite`, the step that starts a query: every per-query field, emptied unless it set it."""
 
     mode: Mode | Unset
     passages: list[Passage]
@@ -221,19 +239,14 @@ class QueryStart(AlignUpdate, Outcome, total=False):
     extraction_notes: list[str]
     model_errors: list[SourceError] | Overwrite
     principal: Principal | dict[str, Any] | None
-    documents: list[SourceDocument]
-    retrieved: list[RetrievedRef]
-    source_errors: list[SourceError]
-    source_runs: list[SourceRun]
-    notes: list[str]
-    draft: str
+    draft: list[Line]
     weak_evidence: bool
 
 
 class DraftUpdate(Timed, total=False):
     """`insufficient`, `generate` and `verify`: the draft answer and how it was written."""
 
-    draft: str
+    draft: list[Line]
     citations: list[Citation]
     generated_by: GeneratedBy
     removed_sentences: list[str]
@@ -249,12 +262,12 @@ class PostprocessUpdate(Timed, total=False):
 
 
 # Every field a query writes, with its empty value: a thread's next query starts from these.
-# Not here: `query`, `standalone_query` and `rewrite` (the `rewrite` step writes them at every query, before
-# this reset), and `messages` (the thread's conversation, which outlives its queries).
+# Not here: `query`, `standalone_query` and `rewrite` (the `rewrite` step writes them at every query), and
+# `messages` (the thread's conversation, which outlives its queries).
 PER_QUERY: QueryStart = {
-    "mode": "", "documents": [], "retrieved": [], "source_errors": [], "source_runs": [], "model_errors": [],
-    "notes": [], "passages": [], "extractions": [], "extraction_notes": [], "alignment": [], "verified": [],
-    "draft": "", "weak_evidence": False,
+    "mode": "", "caller": None, "conversation": Conversation(), "documents": [], "retrieved": [],
+    "source_errors": [], "source_runs": [], "model_errors": [], "notes": [], "passages": [], "extractions": [],
+    "extraction_notes": [], "alignment": [], "verified": [], "draft": [], "weak_evidence": False,
     "generated_by": "", "removed_sentences": [], "answer": "", "citations": [], "status": "", "evidence": "",
     "error": "",
     "timings_ms": {},
@@ -262,7 +275,7 @@ PER_QUERY: QueryStart = {
 
 
 def start_of_query(update: QueryStart) -> QueryStart:
-    """`retrieve`'s `update`, completed so that nothing of a previous query on the same thread
+    """`rewrite`'s `update`, completed so that nothing of a previous query on the same thread
     (a checkpointed thread, a server's thread) survives: every per-query field not in `update` is
     emptied, and the accumulating ones (`model_errors`, `timings_ms`) are replaced (`Overwrite`), not
     appended to."""

@@ -64,9 +64,7 @@ from evident.alignment.sentences import split_sentences
 from evident.alignment.tokenize import words
 from evident.citations.answer import (
     PREFACE,
-    Line,
     NgramSupport,
-    Unit,
     is_table,
     parse_answer,
     render_answer,
@@ -74,7 +72,7 @@ from evident.citations.answer import (
 )
 from evident.citations.support import GeneratedSentenceSupport
 from evident.context import EvidentContext, run_settings
-from evident.models import INSUFFICIENT_ANSWER
+from evident.models import INSUFFICIENT_ANSWER, Line, Sentence
 
 Status = Literal["supported", "unsupported", "contradicted"]
 Verdict = Literal["kept", "removed", "added"]
@@ -305,7 +303,7 @@ def _is_claim(text: str) -> bool:
 
 def _is_source_line(line: Line, evidence: ThreadEvidence) -> bool:
     """A line of the answer's source list: marks first, then only the url or title of what they name."""
-    first, rest = line.units[0], line.units[1:]
+    first, rest = line.sentences[0], line.sentences[1:]
     if first.text or not first.urls:
         return False
     named = [s for mark in first.urls for s in evidence.sources_for(mark)]
@@ -316,25 +314,25 @@ def _is_source_line(line: Line, evidence: ThreadEvidence) -> bool:
 
 def _sentences_of(line: Line) -> None:
     """Split each uncited unit of `line` into its sentences, in place (each is its own claim)."""
-    units: list[Unit] = []
-    for u in line.units:
+    units: list[Sentence] = []
+    for u in line.sentences:
         if u.urls or not u.text:
             units.append(u)
             continue
-        units.extend(Unit(u.text[a:b]) for a, b in split_sentences(u.text, inside_items=True))
-    line.units = units
+        units.extend(Sentence(text=u.text[a:b]) for a, b in split_sentences(u.text, inside_items=True))
+    line.sentences = units
 
 
 def _attach_punctuation(line: Line) -> None:
     """"text [1]. More" is read as "text. [1] More": punctuation right after a group of marks ends the cited
     sentence before it."""
-    for before, after in zip(line.units, line.units[1:], strict=False):
+    for before, after in zip(line.sentences, line.sentences[1:], strict=False):
         stripped = after.text.lstrip()
         end = len(stripped) - len(stripped.lstrip(_CLOSING))
         if before.urls and end:
             before.text += stripped[:end].strip()
             after.text = stripped[end:].strip()
-    line.units = [u for u in line.units if u.text or u.urls]
+    line.sentences = [u for u in line.sentences if u.text or u.urls]
 
 
 def _marks_known(text: str, evidence: ThreadEvidence) -> frozenset[str]:
@@ -352,12 +350,12 @@ def check_answer_text(answer: str, evidence: ThreadEvidence,
     lines = parse_answer(text, _marks_known(text, evidence))
     checks: list[SentenceCheck] = []
     for line in lines:
-        if not line.units or _is_source_line(line, evidence):
+        if not line.sentences or _is_source_line(line, evidence):
             continue
         _attach_punctuation(line)
         _sentences_of(line)
-        kept: list[Unit] = []
-        for unit in line.units:
+        kept: list[Sentence] = []
+        for unit in line.sentences:
             if not unit.urls and (settings.uncited == "keep" or not _is_claim(unit.text)):
                 kept.append(unit)
                 continue
@@ -365,13 +363,14 @@ def check_answer_text(answer: str, evidence: ThreadEvidence,
             checks.append(check)
             if check.corrected is not None:
                 kept.append(unit)
-        line.units = kept
-    corrected = render_answer([ln for ln in lines if ln.units or not ln.prefix]).strip()
+        line.sentences = kept
+    corrected = render_answer([ln for ln in lines if ln.sentences or not ln.prefix]).strip()
     return AnswerCheck(answer=answer, corrected=corrected or INSUFFICIENT_ANSWER, sentences=checks,
                        evidence_calls=len(evidence.artifacts), notes=list(evidence.notes))
 
 
-def _check_unit(unit: Unit, evidence: ThreadEvidence, judge: _Judge, settings: AnswerCheckSettings) -> SentenceCheck:
+def _check_unit(unit: Sentence, evidence: ThreadEvidence, judge: _Judge,
+                settings: AnswerCheckSettings) -> SentenceCheck:
     """Judge one claim; `unit` is changed in place to what the corrected message shows."""
     sentence = unit.text
     cited: list[tuple[str, Source | None, _Finding]] = []
@@ -422,8 +421,8 @@ def _check_unit(unit: Unit, evidence: ThreadEvidence, judge: _Judge, settings: A
         unit.urls, unit.flagged = [], True
     else:
         return check.model_copy(update={"corrected": None})
-    return check.model_copy(update={"corrected": render_answer([Line("", [Unit(unit.text, list(unit.urls),
-                                                                          unit.flagged)])])})
+    corrected = Sentence(text=unit.text, urls=list(unit.urls), flagged=unit.flagged)
+    return check.model_copy(update={"corrected": render_answer([Line(sentences=[corrected])])})
 
 
 def _in_source_words(sentence: str, found: _Finding, check: SentenceCheck) -> str:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from evident.alignment import AlignmentDecision, IndexCache, SourceDocument, align, overlap_n, quote_of
 from evident.alignment.outline import document_path
-from evident.models import Citation
+from evident.models import Citation, Line, Sentence
 
 # A bracketed absolute URL ("[https://…]", "[file:///…]") is a citation even when no retrieved
 # document has it: a model that invents one must see it removed by verify, not left in the text.
@@ -26,13 +26,6 @@ BULLET = re.compile(r"^(\s*(?:[-*•]|\d{1,3}[.)])\s+)")
 # written by the offline composer and asked of a model (prompts/generation.py), recognised by verify.
 PREFACE = "The documentation does not explicitly state"
 PREFACE_TAIL = "Here are some details from the documentation which may help:"
-
-
-@dataclass
-class Unit:
-    text: str
-    urls: list[str] = field(default_factory=list)
-    flagged: bool = False
 
 
 # A Markdown table is one unit: its lines (header, rule, rows) as its text, and the citations on the
@@ -60,12 +53,6 @@ def _citations_only(body: str, known: Collection[str]) -> list[str] | None:
     return urls if urls and not rest.strip() else None
 
 
-@dataclass
-class Line:
-    prefix: str
-    units: list[Unit]
-
-
 def is_citation(token: str, known: Collection[str] = ()) -> bool:
     """Whether a bracketed `token` cites a document: one of the `known` ids of this query (the
     retrieved and verified documents' urls, whatever their form) or an absolute URL."""
@@ -86,14 +73,14 @@ def citations_in(text: str, known: Collection[str] = ()) -> list[str]:
 def parse_answer(text: str, known: Collection[str] = ()) -> list[Line]:
     """Lines of cited units; `[x]` is a citation when `is_citation(x, known)`, otherwise text."""
     lines: list[Line] = []
-    table: Unit | None = None  # the last table read, until a line that is not blank or its citations
+    table: Sentence | None = None  # the last table read, until a line that is not blank or its citations
     for raw in text.splitlines():
         if _TABLE_LINE.match(raw):
-            if table is not None and lines and lines[-1].units == [table]:
+            if table is not None and lines and lines[-1].sentences == [table]:
                 table.text += "\n" + raw.strip()
             else:
-                table = Unit(raw.strip())
-                lines.append(Line("", [table]))
+                table = Sentence(text=raw.strip())
+                lines.append(Line(sentences=[table]))
             continue
         if table is not None and raw.strip():
             cited = _citations_only(raw.strip(), known)
@@ -102,15 +89,15 @@ def parse_answer(text: str, known: Collection[str] = ()) -> list[Line]:
                 table_unit.urls.extend(cited)
                 continue
         if not raw.strip():
-            if lines and lines[-1].units:
-                lines.append(Line("", []))  # paragraph break
+            if lines and lines[-1].sentences:
+                lines.append(Line())  # paragraph break
             continue
         m = BULLET.match(raw)
         prefix = m.group(1).lstrip() if m else ""
         body = raw[m.end():] if m else raw.strip()
-        units: list[Unit] = []
+        units: list[Sentence] = []
         pos = 0
-        current: Unit | None = None
+        current: Sentence | None = None
         for cm in BRACKETED.finditer(body):
             if not is_citation(cm.group(1), known):
                 continue
@@ -118,35 +105,38 @@ def parse_answer(text: str, known: Collection[str] = ()) -> list[Line]:
             if current is not None and not between.strip():
                 current.urls.append(cm.group(1))
             else:
-                current = Unit(between.strip(), [cm.group(1)])
+                current = Sentence(text=between.strip(), urls=[cm.group(1)])
                 units.append(current)
             pos = cm.end()
         tail = body[pos:].strip()
         if tail:
-            units.append(Unit(tail))
+            units.append(Sentence(text=tail))
         units = [u for u in units if u.text or u.urls]
         if units:
-            lines.append(Line(prefix, units))
-    while lines and not lines[-1].units:
+            lines.append(Line(prefix=prefix, sentences=units))
+    while lines and not lines[-1].sentences:
         lines.pop()
     return lines
 
 
 def render_answer(lines: Sequence[Line]) -> str:
-    """Back to text: repeated citation URLs after a sentence removed, one list item per line."""
+    """Back to text: repeated citation URLs after a sentence removed, one list item per line, a table's
+    citations on a line of their own after it, then a paragraph break."""
     out: list[str] = []
     for line in lines:
-        if not line.units:
+        if not line.sentences:
             if out and out[-1]:
                 out.append("")
             continue
-        if len(line.units) == 1 and is_table(line.units[0].text):
-            u = line.units[0]
+        if len(line.sentences) == 1 and is_table(line.sentences[0].text):
+            u = line.sentences[0]
             cites = "".join(f"[{x}]" for x in dict.fromkeys(u.urls)) + (" [unsupported]" if u.flagged else "")
             out.append(u.text + (f"\n\n{cites.strip()}" if cites else ""))
+            if cites:
+                out.append("")  # a paragraph ends the citations: the next line's text is not theirs
             continue
         parts: list[str] = []
-        for u in line.units:
+        for u in line.sentences:
             urls = list(dict.fromkeys(u.urls))
             cites = "".join(f"[{x}]" for x in urls)
             flag = " [unsupported]" if u.flagged else ""
@@ -156,12 +146,12 @@ def render_answer(lines: Sequence[Line]) -> str:
     return "\n".join(out).strip()
 
 
-def units_of(lines: Iterable[Line]) -> Iterable[Unit]:
+def sentences_in(lines: Iterable[Line]) -> Iterable[Sentence]:
     for line in lines:
-        yield from line.units
+        yield from line.sentences
 
 
-def is_preface(unit: Unit) -> bool:
+def is_preface(unit: Sentence) -> bool:
     """Whether `unit` is the one sentence an answer may hold without a citation: the fixed `PREFACE` lead-in."""
     return not unit.urls and unit.text.startswith(PREFACE)
 
@@ -170,7 +160,7 @@ def hedged(lines: Iterable[Line]) -> bool:
     """Whether an answer hedges: it holds the `PREFACE` lead-in, so its cited passages only come closest to
     the question (the offline composer writes it on weak evidence, a model is asked to when the passages do
     not answer directly)."""
-    return any(is_preface(u) for u in units_of(lines))
+    return any(is_preface(u) for u in sentences_in(lines))
 
 
 def support(text: str, decision: AlignmentDecision, n: int) -> float:
@@ -225,8 +215,8 @@ def check_answer(
         by_url.setdefault(d.url, []).append(d)
     touched: list[str] = []
     for line in lines:
-        kept: list[Unit] = []
-        for u in line.units:
+        kept: list[Sentence] = []
+        for u in line.sentences:
             if not u.text:
                 continue
             if is_preface(u):
@@ -253,8 +243,8 @@ def check_answer(
                     u.urls = [url for url in u.urls if url in by_url]
                     u.flagged = True
                     kept.append(u)
-        line.units = kept
-    return [ln for ln in lines if ln.units or not ln.prefix], touched  # blank = paragraph break
+        line.sentences = kept
+    return [ln for ln in lines if ln.sentences or not ln.prefix], touched  # blank = paragraph break
 
 
 def resolve_citation(
@@ -319,5 +309,5 @@ def apply_glossary(lines: Sequence[Line], glossary: dict[str, str]) -> None:
         re.IGNORECASE,
     )
     lookup = {k.casefold(): v for k, v in glossary.items()}
-    for u in units_of(lines):
+    for u in sentences_in(lines):
         u.text = pattern.sub(lambda m: lookup.get(m.group(0).casefold(), m.group(0)), u.text)

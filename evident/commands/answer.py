@@ -13,7 +13,7 @@ from evident.alignment.outline import show_path
 from evident.commands.common import safe_text, span_notation
 
 if TYPE_CHECKING:
-    from evident.conversation.rule import Turn
+    from evident.models import Turn
 
 ERROR_EXIT = 2
 

@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from evident.commands.answer import error_json, invoke, result_json
 from evident.commands.common import QueryError, clean_query, fail, jsonl_lines, print_json, safe_text, warn
-from evident.conversation.rule import Turn
+from evident.models import Turn
 
 
 class BatchLine(NamedTuple):

@@ -27,6 +27,7 @@ from rich.markup import escape
 from evident.alignment import align
 from evident.alignment.evidence import drop_non_evidence
 from evident.alignment.models import SourceDocument
+from evident.citations.answer import render_answer, sentences_in
 from evident.commands.common import fail, print_json, safe_text
 from evident.context import ConfigError, EvidentContext
 from evident.embeddings import EmbeddingsError, resolve_embeddings
@@ -187,9 +188,9 @@ def _probe_calls(report: ModelReport, ctx: Any) -> None:
         return
     try:
         state: Any = {"query": SAMPLE_QUERY, "verified": verified, "documents": [doc]}
-        draft, ms = _timed(lambda: generate_with_model(models.get(ctx, "generate"), ctx, state))
-        cited = f"[{SAMPLE_URL}]" in draft
-        report.generation = Call(ok=cited, latency_ms=ms, detail=draft[:300])
+        lines, ms = _timed(lambda: generate_with_model(models.get(ctx, "generate"), ctx, state))
+        cited = any(SAMPLE_URL in sentence.urls for sentence in sentences_in(lines))
+        report.generation = Call(ok=cited, latency_ms=ms, detail=render_answer(lines)[:300])
         if not cited:
             report.problems.append("the generated sentence cites no URL (verify re-cites what the passages support)")
     except Exception as exc:

@@ -31,12 +31,14 @@ from typing import Any, ClassVar, Literal, Protocol, TypeVar, Unpack
 from urllib.parse import urlsplit, urlunsplit
 
 from langchain_core.callbacks import (
+    AsyncCallbackManager,
     AsyncCallbackManagerForRetrieverRun,
+    CallbackManager,
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, ensure_config
 from pydantic import BaseModel, Field, model_validator
 
 from evident.connectors.acl import PrincipalError, coerce_principal
@@ -81,12 +83,6 @@ class FederatedSearchError(RuntimeError):
     def __init__(self, errors: Sequence[SourceError]) -> None:
         self.errors = list(errors)
         super().__init__("; ".join(f"{e.source}: {e.message}" for e in errors) or "no sources configured")
-
-
-class FederationOptions(AccessOptions, total=False):
-    """`invoke` keywords: the caller's principal, an outer federation's report, where `search` wants the result."""
-
-    result_sink: list[FederatedResult] | None
 
 
 @dataclass
@@ -188,37 +184,56 @@ class FederatedRetriever(RanksByMeaning, BaseRetriever):
         meaning: QueryMeaning | None = None,
     ) -> FederatedResult:
         """The fused result; with `meaning`, every source's results are ranked by meaning as well as by
-        words (the embedded index inside its search, the others by `rerank_by_meaning`)."""
-        sink: list[FederatedResult] = []
-        self.invoke(query, config, principal=principal, result_sink=sink, meaning=meaning)
-        return sink[0]
+        words (the embedded index inside its search, the others by `rerank_by_meaning`). Traced as `invoke`
+        is: one retriever run, with a child run per source."""
+        run = self._callbacks(config).on_retriever_start(None, query, name=self._run_name(config))
+        try:
+            result = self._search_threads(query, coerce_principal(principal), meaning, run)
+        except Exception as exc:
+            run.on_retriever_error(exc)
+            raise
+        run.on_retriever_end([to_langchain_document(d) for d in result.documents])
+        return result
 
     async def asearch(
         self, query: str, *, principal: Principal | dict[str, Any] | None = None, config: RunnableConfig | None = None,
         meaning: QueryMeaning | None = None,
     ) -> FederatedResult:
-        sink: list[FederatedResult] = []
-        await self.ainvoke(query, config, principal=principal, result_sink=sink, meaning=meaning)
-        return sink[0]
+        run = await self._async_callbacks(config).on_retriever_start(None, query, name=self._run_name(config))
+        try:
+            result = await self._search_tasks(query, coerce_principal(principal), meaning, run)
+        except Exception as exc:
+            await run.on_retriever_error(exc)
+            raise
+        await run.on_retriever_end([to_langchain_document(d) for d in result.documents])
+        return result
 
-    # -- BaseRetriever: thin drivers around _merge and _deliver ---------------------------------
+    # -- BaseRetriever: thin drivers around _merge ------------------------------------------------
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **options: Unpack[FederationOptions]
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **options: Unpack[AccessOptions]
     ) -> list[Document]:
-        who = coerce_principal(options.get("principal"))
-        meaning = options.get("meaning")
+        result = self._search_threads(query, coerce_principal(options.get("principal")), options.get("meaning"),
+                                      run_manager)
+        return self._deliver(result, options)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **options: Unpack[AccessOptions]
+    ) -> list[Document]:
+        result = await self._search_tasks(query, coerce_principal(options.get("principal")), options.get("meaning"),
+                                          run_manager)
+        return self._deliver(result, options)
+
+    def _search_threads(self, query: str, who: Principal | None, meaning: QueryMeaning | None,
+                        run_manager: CallbackManagerForRetrieverRun) -> FederatedResult:
         child = run_manager.get_child()
         traces = [child.on_retriever_start(None, query, name=s.name) for s in self.sources]
         result, shown = self._merge(self._gather_threads(query, who, meaning), who, meaning)
         _end_traces(traces, shown)
-        return self._deliver(result, options)
+        return result
 
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **options: Unpack[FederationOptions]
-    ) -> list[Document]:
-        who = coerce_principal(options.get("principal"))
-        meaning = options.get("meaning")
+    async def _search_tasks(self, query: str, who: Principal | None, meaning: QueryMeaning | None,
+                            run_manager: AsyncCallbackManagerForRetrieverRun) -> FederatedResult:
         child = run_manager.get_child()
         traces = [await child.on_retriever_start(None, query, name=s.name) for s in self.sources]
         outcomes = await self._gather_tasks(query, who, meaning)
@@ -229,20 +244,36 @@ class FederatedRetriever(RanksByMeaning, BaseRetriever):
             result, shown = self._merge(outcomes, who, None)
         for ending in _end_traces(traces, shown):
             await ending
-        return self._deliver(result, options)
+        return result
 
-    def _deliver(self, result: FederatedResult, options: FederationOptions) -> list[Document]:
-        report, sink = options.get("report"), options.get("result_sink")
+    # `search` opens its run as `BaseRetriever.invoke` does (same callbacks, tags, metadata and name), so a
+    # trace shows the same retriever run whichever entry point was used.
+    def _run_name(self, config: RunnableConfig | None) -> str:
+        return ensure_config(config).get("run_name") or self.get_name()
+
+    def _callback_settings(self, config: RunnableConfig | None) -> dict[str, Any]:
+        config = ensure_config(config)
+        return {"inheritable_callbacks": config.get("callbacks"), "local_callbacks": None,
+                "inheritable_tags": config.get("tags"), "local_tags": self.tags,
+                "inheritable_metadata": {**(config.get("metadata") or {}), **self._get_ls_params()},
+                "local_metadata": self.metadata}
+
+    def _callbacks(self, config: RunnableConfig | None) -> CallbackManager:
+        return CallbackManager.configure(**self._callback_settings(config))
+
+    def _async_callbacks(self, config: RunnableConfig | None) -> AsyncCallbackManager:
+        return AsyncCallbackManager.configure(**self._callback_settings(config))
+
+    def _deliver(self, result: FederatedResult, options: AccessOptions) -> list[Document]:
+        """`invoke`'s answer: the documents; every source failing is an error (`search` reports it instead)."""
+        report = options.get("report")
         if report is not None:  # this federation is itself a source of an outer one
             report.denied += result.acl_dropped
-        if sink is not None:
-            sink.append(result)
-        else:
-            for error in result.errors:
-                log.warning("source %s: %s", error.source, error.message)
-            failed = all(r.status in {"error", "timeout", "config"} for r in result.runs)
-            if result.errors and not result.documents and failed:
-                raise FederatedSearchError(result.errors)
+        for error in result.errors:
+            log.warning("source %s: %s", error.source, error.message)
+        failed = all(r.status in {"error", "timeout", "config"} for r in result.runs)
+        if result.errors and not result.documents and failed:
+            raise FederatedSearchError(result.errors)
         return [to_langchain_document(doc) for doc in result.documents]
 
     # -- asking the sources --------------------------------------------------------------------

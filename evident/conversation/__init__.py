@@ -6,6 +6,7 @@
 `messages` translates LangChain messages to and from it (the answer as an `AIMessage`).
 """
 
-from evident.conversation.rule import Turn, check_turns, condense, is_elliptical, overflow
+from evident.conversation.rule import check_turns, condense, is_elliptical, overflow
+from evident.models import Turn
 
 __all__ = ["Turn", "check_turns", "condense", "is_elliptical", "overflow"]

@@ -23,8 +23,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, convert_to_messages
 
 from evident.context import EvidentContext
-from evident.conversation.rule import Role, Turn, overflow
+from evident.conversation.rule import overflow
 from evident.llm.replies import text_of
+from evident.models import Role, Turn
 
 _ROLES = {"human": "user", "ai": "assistant", "user": "user", "assistant": "assistant",
           "HumanMessageChunk": "user", "AIMessageChunk": "assistant"}

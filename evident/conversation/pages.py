@@ -18,8 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from evident.conversation.rule import Turn
-from evident.models import INSUFFICIENT_ANSWER
+from evident.models import INSUFFICIENT_ANSWER, Turn
 
 __all__ = ["FUSION_K", "HISTORY_MESSAGES", "conversation_text", "with_conversation"]
 

@@ -24,15 +24,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import Literal
-
-from pydantic import BaseModel
 
 from evident.alignment.lexicon import STOPWORDS, content_terms
 from evident.conversation.asking import CHAT
-from evident.models import INSUFFICIENT_ANSWER
-
-Role = Literal["user", "assistant"]
+from evident.models import INSUFFICIENT_ANSWER, Turn
 
 # A message that opens like this continues the previous question rather than asking a new one.
 _OPENERS = re.compile(
@@ -60,15 +55,6 @@ MAX_ADDED_TERMS = 12
 # Words as the user wrote them, case and all, apostrophes and hyphens kept ("it's", "e-mail"): they
 # are put back into the question, so unlike `lexicon.words` (folded match keys) they stay whole.
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
-
-
-class Turn(BaseModel):
-    """One message of a conversation. `standalone` is, for an answer, the question it answered (the
-    graph records it on its answers; a client's own assistant messages have none)."""
-
-    role: Role
-    content: str
-    standalone: str | None = None
 
 
 def _fold(word: str) -> str:

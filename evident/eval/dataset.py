@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evident.commands.verify import InputError, read_jsonl
 from evident.context import first_problem
-from evident.conversation.rule import Turn
+from evident.models import Turn
 
 
 class DatasetError(ValueError):

@@ -4,8 +4,10 @@
                                                   └─ verified passages  → generate → verify → postprocess → END
 
 `rewrite` turns a conversation's last message (`{"messages": [...]}`) into the standalone question
-the rest of the graph answers; a `{"query": ...}` goes through as it is. `postprocess` appends the
-answer to `messages` as an `AIMessage` (evident/conversation/).
+the rest of the graph answers; a `{"query": ...}` goes through as it is. It starts the query: it reads the
+conversation once, settles who is asking, and ends a query on bad input (a refused conversation included)
+by going straight to `postprocess` (evident/nodes/prepare.py). `postprocess` appends the answer to
+`messages` as an `AIMessage` (evident/conversation/).
 
 In LLM mode, `retrieve` fans out to one `extract_batch` task per batch of documents that fits the
 model's context budget (LangGraph `Send`, run in parallel), and `extract` merges their passages:
@@ -13,7 +15,7 @@ model's context budget (LangGraph `Send`, run in parallel), and `extract` merges
     retrieve ─┬─ Send → extract_batch ─┬→ extract
               └─ Send → extract_batch ─┘
 
-A retrieval error (bad input, a refused conversation included) goes straight to `postprocess`.
+A retrieval error (nothing could be searched) goes straight to `postprocess`, as bad input does.
 
 Every node is a function `(state, runtime) -> update`; what `build_graph` is given reaches them as one
 `GraphParts` (evident/nodes/parts.py), bound with `functools.partial`. Every node is traced as its own run
@@ -57,6 +59,7 @@ from evident.nodes.names import (
 )
 from evident.nodes.parts import GraphParts
 from evident.nodes.postprocess import postprocess
+from evident.nodes.prepare import route_after_rewrite
 from evident.nodes.retrieve import retrieve
 from evident.nodes.rewrite import rewrite
 from evident.nodes.runs import NODE_RUNS
@@ -121,7 +124,7 @@ def build_graph(
     add(VERIFY, verify)
     add(POSTPROCESS, postprocess)
     builder.add_edge(START, REWRITE)
-    builder.add_edge(REWRITE, RETRIEVE)
+    builder.add_conditional_edges(REWRITE, route_after_rewrite, [RETRIEVE, POSTPROCESS])
     builder.add_conditional_edges(RETRIEVE, partial(route_extraction, parts=parts),
                                   [EXTRACT_BATCH, EXTRACT, POSTPROCESS])
     builder.add_edge(EXTRACT_BATCH, EXTRACT)

@@ -22,7 +22,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from evident.citations.answer import citations_in, known_ids, parse_answer, units_of
+from evident.citations.answer import parse_answer, render_answer, sentences_in
+from evident.models import Line
 from evident.nodes import names as step
 
 if TYPE_CHECKING:
@@ -91,6 +92,8 @@ def _rewrite(update: Mapping[str, Any], **_: Any) -> Summary:
     error = _get(info, "model_error")
     if error:
         out["model_errors"] = _errors([error])
+    if update.get("status") == "error":  # bad input ends the query here, before any search
+        out["error"] = str(update.get("error") or "")
     return out
 
 
@@ -199,23 +202,24 @@ def _align(update: Mapping[str, Any], *, settings: Any = None, **_: Any) -> Summ
 
 def _insufficient(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None, **_: Any) -> Summary:
     return {"reason": "no passage survived alignment", "passages": len(_items(state, "passages")),
-            "answer": str(update.get("draft") or "")}
+            "answer": render_answer(_draft(update))}
 
 
-def _known(state: Mapping[str, Any] | None) -> frozenset[str]:
-    """The query's document ids: a citation is recognised by being one of them (evident.citations.answer)."""
-    return known_ids(_items(state, "verified"), _items(state, "documents"))
+def _draft(values: Mapping[str, Any] | None) -> list[Line]:
+    """The draft answer's lines, from a state or an update (their JSON, or the models a node returned)."""
+    return [Line.model_validate(line) for line in _items(values, "draft")]
 
 
-def _answer_shape(draft: str, known: frozenset[str] = frozenset()) -> tuple[int, list[str]]:
-    units = [u for u in units_of(parse_answer(draft, known)) if u.text]
-    return len(units), list(dict.fromkeys(citations_in(draft, known)))
+def _draft_shape(lines: list[Line]) -> tuple[int, list[str]]:
+    """How many sentences a draft holds, and the ids it cites, in order."""
+    sentences = list(sentences_in(lines))
+    return sum(1 for u in sentences if u.text), list(dict.fromkeys(url for u in sentences for url in u.urls))
 
 
 def _generate(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None, model: str | None = None,
               usage: Mapping[str, int] | None = None, **_: Any) -> Summary:
     by = str(update.get("generated_by") or "")
-    sentences, urls = _answer_shape(str(update.get("draft") or ""), _known(state))
+    sentences, urls = _draft_shape(_draft(update))
     return {"generated_by": by, "model": model if by == "model" or update.get("model_errors") else None,
             "sentences": sentences, "cited_urls": urls, "tokens": _usage(usage),
             "model_errors": _errors(_items(update, "model_errors"))}
@@ -225,10 +229,8 @@ def _verify(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None
             settings: Any = None, **_: Any) -> Summary:
     touched = [str(s) for s in _items(update, "removed_sentences")]
     flag = settings is not None and settings.unsupported == "flag"
-    draft = str((state or {}).get("draft") or "")
-    known = _known(state)
-    before = {u.text: list(dict.fromkeys(u.urls)) for u in units_of(parse_answer(draft, known))}
-    after = [u for u in units_of(parse_answer(str(update.get("draft") or ""), known)) if u.text]
+    before = {u.text: list(dict.fromkeys(u.urls)) for u in sentences_in(_draft(state))}
+    after = [u for u in sentences_in(_draft(update)) if u.text]
     repaired = sum(1 for u in after if u.text in before and before[u.text] != list(dict.fromkeys(u.urls)))
     return {
         "sentences_kept": len(after) - (len(touched) if flag else 0),
@@ -244,7 +246,7 @@ def _verify(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None
 
 def _postprocess(update: Mapping[str, Any], *, state: Mapping[str, Any] | None = None, **_: Any) -> Summary:
     citations = _items(update, "citations")
-    sentences, _urls = _answer_shape(str(update.get("answer") or ""))
+    sentences = sum(1 for u in sentences_in(parse_answer(str(update.get("answer") or ""))) if u.text)
     # After a retrieval error the status was set by `retrieve`; postprocess only clears the answer.
     status = str(update.get("status") or (state or {}).get("status") or "")
     error = update.get("error") or (state or {}).get("error")
@@ -294,9 +296,10 @@ def summarize(
 
 # -- what a node's run records, and what `stream_mode="custom"` shows ------------------------------------
 
-# Fields that hold the text of a document or a passage (SourceDocument, Passage, AlignmentDecision, Citation):
-# never recorded. `metadata` is a document's own (its ACL included).
-_TEXT_FIELDS = frozenset({"content", "quote", "text", "page_content", "metadata"})
+# Fields that hold the text of a document or a passage (SourceDocument, Passage, AlignmentDecision, Citation,
+# an answer's sentences and what earlier answers said): never recorded. `metadata` is a document's own (its ACL
+# included); `caller` is who asks, with their groups.
+_TEXT_FIELDS = frozenset({"content", "quote", "text", "page_content", "metadata", "said", "caller"})
 # Labels a progress event may carry besides its numbers: names of what happened, never text.
 _LABELS = frozenset({"status", "evidence", "mode", "extractor", "generated_by", "rewritten_by", "answered_by",
                      "unsupported"})
@@ -353,7 +356,9 @@ def describe(node: str, summary: Mapping[str, Any]) -> str:
     """A human line for a progress display: what the step did, from its summary."""
     s = summary
     if node == step.REWRITE:
-        line = f"{node}: {s.get('problem') or s.get('standalone_query', '')} ({s.get('rewritten_by') or 'none'})"
+        if s.get("error"):
+            return f"{node}: error: {s['error']}"
+        line = f"{node}: {s.get('standalone_query', '')} ({s.get('rewritten_by') or 'none'})"
     elif node == step.RETRIEVE:
         if s.get("error"):
             return f"{node}: error: {s['error']}"

@@ -1,4 +1,5 @@
-"""Helpers of the nodes: who is asking on the server, how long a step took, and the offline answer.
+"""Helpers of the nodes: who is asking on the server, how long a step took, what a query read of its
+conversation, and the offline answer.
 
 A node reads its settings with `evident.context.run_settings(runtime)`; on the server, that keeps a
 request to the settings it may set.
@@ -14,9 +15,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from evident.citations.answer import known_ids, parse_answer
 from evident.context import EvidentContext
-from evident.conversation.messages import earlier_answers
-from evident.models import AlignmentDecision, Principal
+from evident.models import AlignmentDecision, Conversation, Line, Principal
 from evident.offline.composer import compose_answer
 from evident.state import EvidentState, Timed, read
 
@@ -60,9 +61,25 @@ def timed(name: str, update: Timed) -> Iterator[None]:
         update["timings_ms"] = {**(timings if isinstance(timings, dict) else {}), name: took}
 
 
-def offline_draft(state: EvidentState, ctx: EvidentContext) -> str:
-    """The offline composer's answer from the verified passages: what `generate` writes without a model (or
-    when the model failed) and what `verify` falls back to when no sentence of the model's stands. One call
-    for both, so either leaves out what the conversation already said and hedges on weak evidence."""
-    return compose_answer(state["query"], read(AlignmentDecision, state.get("verified")), settings=ctx.offline,
-                          said=earlier_answers(state.get("messages")), weak=state.get("weak_evidence", False))
+def conversation_of(state: EvidentState) -> Conversation:
+    """What the query's `rewrite` step read of its conversation (evident/nodes/rewrite.py)."""
+    return Conversation.model_validate(state.get("conversation") or {})
+
+
+def draft_of(state: EvidentState) -> list[Line]:
+    """The draft answer's lines, as this step's own copy (`verify` and `postprocess` change them in place)."""
+    return [line.model_copy(deep=True) for line in read(Line, state.get("draft"))]
+
+
+def known_documents(state: EvidentState) -> frozenset[str]:
+    """The ids a draft may cite: the verified passages' and the retrieved documents' (`parse_answer`)."""
+    return known_ids(state.get("verified") or [], state.get("documents") or [])
+
+
+def offline_draft(state: EvidentState, ctx: EvidentContext) -> list[Line]:
+    """The offline composer's answer from the verified passages, as draft lines: what `generate` writes without
+    a model (or when the model failed) and what `verify` falls back to when no sentence of the model's stands.
+    One call for both, so either leaves out what the conversation already said and hedges on weak evidence."""
+    text = compose_answer(state["query"], read(AlignmentDecision, state.get("verified")), settings=ctx.offline,
+                          said=conversation_of(state).said, weak=state.get("weak_evidence", False))
+    return parse_answer(text, known_documents(state))

@@ -19,13 +19,12 @@ from langgraph.types import Send
 from evident.alignment import nfkc_casefold
 from evident.alignment.models import Passage, SourceDocument
 from evident.context import EvidentContext, run_settings
-from evident.conversation.messages import earlier_turns
 from evident.conversation.rule import condense
 from evident.llm.batching import extraction_budget, plan_batches
 from evident.llm.failures import ModelFailure, describe_failure
 from evident.llm.usage import counting_tokens
 from evident.models import BatchExtraction, Rewrite
-from evident.nodes.common import timed
+from evident.nodes.common import conversation_of, timed
 from evident.nodes.names import EXTRACT, EXTRACT_BATCH, POSTPROCESS, batch_timing
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.offline.answerability import AnswerGate
@@ -79,7 +78,7 @@ def _offline(state: EvidentState, docs: Sequence[SourceDocument], ctx: EvidentCo
     # A follow-up the rule took as naming its own topic ("How do I find out if my spouse is eligible?")
     # that no text covers is read again as continuing the conversation's topic, as an elliptical turn
     # is: its own words still weigh above the carried ones, and the gate still decides.
-    history = earlier_turns(state.get("messages"))
+    history = conversation_of(state).history
     continued, changed = condense(rewrite.asked, history, continued=True)
     if not changed:
         return found

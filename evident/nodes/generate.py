@@ -1,8 +1,9 @@
 """generate (paper §3.4): the answer, written from verified passages only, a [url] per sentence.
 
 LLM mode: one call with the generation prompt (App. D.2) over the verified passages' quotes. Its
-reply is the draft, before `verify` has checked it: the call is tagged `nostream`, so LangGraph's
-`stream_mode="messages"` never shows it (the verified answer joins `messages` at `postprocess`).
+reply, read once into its lines of cited sentences, is the draft, before `verify` has checked it: the
+call is tagged `nostream`, so LangGraph's `stream_mode="messages"` never shows it (the verified answer
+joins `messages` at `postprocess`).
 A failed call (timeout, 429 after retries, refusal, empty reply) falls back to the offline extractive
 composer and is reported in `model_errors`. A reply that cites nothing goes to `verify`, which re-cites
 the sentences a verified passage supports. Offline mode: the composer.
@@ -14,14 +15,14 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from evident.citations.answer import parse_answer
 from evident.context import EvidentContext, run_settings
-from evident.conversation.messages import earlier_answers
 from evident.conversation.said import fresh_passages, said_text
 from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
 from evident.llm.replies import refusal_of, text_of
 from evident.llm.servers import server_slot
-from evident.models import AlignmentDecision, SourceDocument
-from evident.nodes.common import offline_draft, timed
+from evident.models import AlignmentDecision, Line, SourceDocument
+from evident.nodes.common import conversation_of, known_documents, offline_draft, timed
 from evident.nodes.names import GENERATE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.prompts.render import render_passages
@@ -31,11 +32,10 @@ OFFLINE_FALLBACK = "used the offline composer"
 _CALL_CONFIG: dict[str, Any] = {"tags": ["nostream"], "run_name": "generate_answer"}
 
 
-def generate_with_model(model: Any, ctx: EvidentContext, state: EvidentState) -> str:
-    """The model's draft; raises `ModelFailure` when there is no usable one."""
+def generate_with_model(model: Any, ctx: EvidentContext, state: EvidentState) -> list[Line]:
+    """The model's draft, read into its cited sentences; raises `ModelFailure` when there is no usable one."""
     # A passage an earlier answer already quoted is not offered again, unless nothing else is left.
-    verified = fresh_passages(read(AlignmentDecision, state.get("verified")),
-                              said_text(earlier_answers(state.get("messages"))))
+    verified = fresh_passages(read(AlignmentDecision, state.get("verified")), said_text(conversation_of(state).said))
     # Here, not at the top: the template brings LangChain's prompt machinery, which the offline
     # composer never needs.
     from evident.prompts.generation import GENERATION_PROMPT
@@ -54,7 +54,7 @@ def generate_with_model(model: Any, ctx: EvidentContext, state: EvidentState) ->
     draft = text_of(message).strip()
     if not draft:
         raise ModelFailure("model", "the model returned an empty answer")
-    return draft
+    return parse_answer(draft, known_documents(state))
 
 
 def generate(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from evident.context import EvidentContext
-from evident.models import INSUFFICIENT_ANSWER
+from evident.models import INSUFFICIENT_ANSWER, Line, Sentence
 from evident.state import DraftUpdate, EvidentState
 
 
 def insufficient(state: EvidentState, runtime: Runtime[EvidentContext]) -> DraftUpdate:
-    return {"draft": INSUFFICIENT_ANSWER, "citations": []}
+    return {"draft": [Line(sentences=[Sentence(text=INSUFFICIENT_ANSWER)])], "citations": []}

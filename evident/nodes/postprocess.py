@@ -1,4 +1,6 @@
-"""postprocess (paper §3.5): final formatting, glossary, and the resolved `citations` list."""
+"""postprocess (paper §3.5): final formatting, glossary, and the resolved `citations` list.
+
+The checked draft's lines become the answer's text here, once (`render_answer`)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,9 @@ from langgraph.runtime import Runtime
 from evident.citations.answer import (
     apply_glossary,
     hedged,
-    known_ids,
-    parse_answer,
     render_answer,
     resolve_citation,
-    units_of,
+    sentences_in,
 )
 from evident.citations.support import GeneratedSentenceSupport
 from evident.connectors.chunks import cited_in_document, document_of
@@ -19,7 +19,7 @@ from evident.connectors.revisions import pinned
 from evident.context import EvidentContext, run_settings
 from evident.conversation.messages import conclude
 from evident.models import INSUFFICIENT_ANSWER, AlignmentDecision, Evidence, SourceDocument, Status
-from evident.nodes.common import timed
+from evident.nodes.common import draft_of, timed
 from evident.nodes.names import POSTPROCESS
 from evident.state import EvidentState, PostprocessUpdate, read
 
@@ -34,8 +34,8 @@ def postprocess(state: EvidentState, runtime: Runtime[EvidentContext]) -> Postpr
             return update
         verified = read(AlignmentDecision, state.get("verified"))
         docs = read(SourceDocument, state.get("documents"))
-        lines = parse_answer(state.get("draft") or "", known_ids(verified))
-        cited = [u for u in units_of(lines) if u.urls]
+        lines = draft_of(state)
+        cited = [u for u in sentences_in(lines) if u.urls]
         evidence: Evidence = "none"
         if not cited:
             # Nothing verifiable survived (or there was nothing to say): never show uncited text.

@@ -16,8 +16,11 @@ results and an assistant's tool calls are context: they are neither the question
 words, and neither the rule nor the rewrite prompt reads them (a tool's result is a document's or a
 service's text, not something the user said, and an instruction is the agent's, not EvidenT's).
 Every message, context too, counts toward the deployment's limits (`max_messages`,
-`max_conversation_chars`; `max_query_chars` for the question). A refused conversation ends the query
-(reported by `retrieve`, like any bad input) and what the request added is removed from the thread.
+`max_conversation_chars`; `max_query_chars` for the question). A refused conversation ends the query,
+like any bad input (evident/nodes/prepare.py), and what the request added is removed from the thread.
+
+The conversation's messages are read here and nowhere else in a query: the steps after it read what this step
+learned of them (`conversation`: the turns before the question, and what the last answers already said).
 """
 
 from __future__ import annotations
@@ -28,17 +31,26 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from evident.context import EvidentContext, refused_settings, run_settings
-from evident.conversation.messages import answered, question_at, read_messages, refused, size_of, to_turns, turn_role
-from evident.conversation.rule import Turn, check_turns, condense
+from evident.conversation.messages import (
+    answered,
+    earlier_answers,
+    question_at,
+    read_messages,
+    refused,
+    size_of,
+    to_turns,
+    turn_role,
+)
+from evident.conversation.rule import check_turns, condense
 from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
 from evident.llm.models import Models
 from evident.llm.replies import refusal_of, text_of
-from evident.models import Rewrite, SourceError
+from evident.models import Conversation, Rewrite, SourceError, Turn
 from evident.nodes.common import timed
 from evident.nodes.names import REWRITE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
-from evident.nodes.retrieve import check_query
-from evident.state import EvidentState, RewriteUpdate
+from evident.nodes.prepare import admit, check_query
+from evident.state import EvidentState, QueryStart, start_of_query
 
 RULE_FALLBACK = "used the offline rewrite rule"
 # Tokens of the rewrite call are not an answer: chat clients streaming messages must not show them.
@@ -75,54 +87,69 @@ def rewrite_with_model(model: Any, ctx: EvidentContext, question: str, history: 
     return lines[0]
 
 
-def _query_turn(state: EvidentState, turns: int) -> RewriteUpdate:
+def _query_turn(state: EvidentState, turns: int, update: QueryStart) -> None:
     query = state.get("query")
     asked = query.strip() if isinstance(query, str) else ""
-    return {"standalone_query": asked, "rewrite": Rewrite(asked=asked, standalone_query=asked, turns=turns)}
+    update.update({"standalone_query": asked, "rewrite": Rewrite(asked=asked, standalone_query=asked, turns=turns)})
+
+
+def _read(state: EvidentState, runtime: Runtime[EvidentContext], ctx: EvidentContext, parts: GraphParts,
+          update: QueryStart) -> None:
+    """The question, from the input's `query` or its conversation, and what the later steps need of the
+    conversation (`Conversation`): its messages are read here and nowhere else in the query."""
+    try:
+        messages, unreadable = read_messages(state.get("messages")), None
+    except ValueError as exc:
+        messages, unreadable = [], str(exc)
+    # What the answer should not say again: the last answers, whichever input (a `query` on a thread too).
+    conversation = Conversation(said=earlier_answers(messages))
+    update["conversation"] = conversation
+    earlier = sum(1 for m in messages if turn_role(m) == "user")
+    if not unreadable and (not messages or answered(messages[-1])):  # nothing new in `messages`: a query
+        _query_turn(state, earlier, update)
+        return
+    at = question_at(messages)
+    turns, problem = to_turns(messages[: at + 1]) if at is not None else ([], unreadable)
+    problem = problem or check_turns(
+        [size_of(m) for m in messages], asked=at is not None,
+        max_messages=ctx.max_messages, max_chars=ctx.max_conversation_chars,
+    ) or check_query(turns[-1].content, ctx)
+    if problem:
+        asked = turns[-1].content.strip() if turns else ""
+        update.update({"query": asked, "standalone_query": "", "messages": refused(messages),
+                       "rewrite": Rewrite(asked=asked[: ctx.max_query_chars], problem=problem)})
+        return
+    asked, history = turns[-1].content.strip(), turns[:-1]
+    conversation.history = history
+    info = Rewrite(asked=asked, standalone_query=asked, turns=earlier - 1)
+    if history:
+        standalone, by, error = _standalone(parts.models, ctx, asked, history, runtime)
+        if len(standalone) > ctx.max_query_chars:  # the rule's added terms must not break the limit
+            standalone, by = asked, "none"
+        info = info.model_copy(update={"standalone_query": standalone, "rewritten_by": by, "model_error": error})
+        if error is not None:
+            update["model_errors"] = [error]
+    update.update({"query": info.standalone_query, "standalone_query": info.standalone_query, "rewrite": info})
 
 
 def rewrite(
     state: EvidentState, runtime: Runtime[EvidentContext], *, parts: GraphParts = DEFAULT_PARTS
-) -> RewriteUpdate:
+) -> QueryStart:
+    """The first step of every query: the question, who asks and whether the query may run (evident/nodes/
+    prepare.py); its update starts the query's state afresh (`start_of_query`)."""
     ctx = run_settings(runtime)
-    update: RewriteUpdate = {}
+    update: QueryStart = {"mode": ctx.resolved_mode}
     with timed(REWRITE, update):
-        try:
-            messages, unreadable = read_messages(state.get("messages")), None
-        except ValueError as exc:
-            messages, unreadable = [], str(exc)
-        earlier = sum(1 for m in messages if turn_role(m) == "user")
-        if not unreadable and (not messages or answered(messages[-1])):  # nothing new in `messages`: a query
-            update.update(_query_turn(state, earlier))
-            return update
-        at = question_at(messages)
-        turns, problem = to_turns(messages[: at + 1]) if at is not None else ([], unreadable)
-        problem = problem or check_turns(
-            [size_of(m) for m in messages], asked=at is not None,
-            max_messages=ctx.max_messages, max_chars=ctx.max_conversation_chars,
-        ) or check_query(turns[-1].content, ctx)
-        if problem:
-            asked = turns[-1].content.strip() if turns else ""
-            update.update({"query": asked, "standalone_query": "", "messages": refused(messages),
-                           "rewrite": Rewrite(asked=asked[: ctx.max_query_chars], problem=problem)})
-            return update
-        asked, history = turns[-1].content.strip(), turns[:-1]
-        info = Rewrite(asked=asked, standalone_query=asked, turns=earlier - 1)
-        if history:
-            standalone, by, error = _standalone(parts.models, ctx, asked, history, runtime)
-            if len(standalone) > ctx.max_query_chars:  # the rule's added terms must not break the limit
-                standalone, by = asked, "none"
-            info = info.model_copy(update={"standalone_query": standalone, "rewritten_by": by,
-                                           "model_error": error})
-        update.update({"query": info.standalone_query, "standalone_query": info.standalone_query, "rewrite": info})
-    return update
+        _read(state, runtime, ctx, parts, update)
+        admit(state, runtime, ctx, update)
+    return start_of_query(update)
 
 
 def _standalone(models: Models, ctx: EvidentContext, asked: str, history: Sequence[Turn],
                 runtime: Runtime[EvidentContext]) -> tuple[str, str, SourceError | None]:
     """(question, rewritten_by, model error or None)."""
     error = None
-    # A request that will be refused (retrieve ends it) must not cost a model call.
+    # A request that will be refused (`admit` ends it) must not cost a model call.
     if models.enabled(ctx) and not refused_settings(runtime):
         try:
             question = rewrite_with_model(models.get(ctx, "generate"), ctx, asked, history)

@@ -14,37 +14,32 @@ from langgraph.runtime import Runtime
 from evident.alignment.lexicon import content_tokens
 from evident.alignment.sentences import split_sentences
 from evident.citations.answer import (
-    Line,
-    Unit,
     check_answer,
     is_preface,
-    known_ids,
-    parse_answer,
-    render_answer,
-    units_of,
+    sentences_in,
 )
 from evident.citations.support import GeneratedSentenceSupport
 from evident.context import EvidentContext, run_settings
-from evident.models import AlignmentDecision, SourceError
-from evident.nodes.common import offline_draft, timed
+from evident.models import AlignmentDecision, Line, Sentence, SourceError
+from evident.nodes.common import draft_of, offline_draft, timed
 from evident.nodes.names import VERIFY
 from evident.state import DraftUpdate, EvidentState, read
 
 
-def _uncited_sentences(lines: list[Line], min_tokens: int, query: str) -> tuple[list[Unit], list[str]]:
+def _uncited_sentences(lines: list[Line], min_tokens: int, query: str) -> tuple[list[Sentence], list[str]]:
     """Split every uncited unit (a run of text with no citation) into its sentences, in place, so
     that each can be matched to its own passage; returns those sentence units, and what was taken
     out as no claim at all: fragments (fewer than `min_tokens` content tokens, e.g. a reply cut off
     by its token cap), questions and text whose every content word is the question's (a weak model
     restates the user's question, whose words are all in the passage), and repeats of a sentence
     already kept."""
-    out: list[Unit] = []
+    out: list[Sentence] = []
     fragments: list[str] = []
     seen: set[str] = set()
     asked = set(content_tokens(query))
     for line in lines:
-        units: list[Unit] = []
-        for u in line.units:
+        units: list[Sentence] = []
+        for u in line.sentences:
             if u.urls or not u.text or is_preface(u):
                 units.append(u)
                 continue
@@ -56,9 +51,9 @@ def _uncited_sentences(lines: list[Line], min_tokens: int, query: str) -> tuple[
                         fragments.append(text)
                     continue
                 seen.add(key)
-                units.append(Unit(text))
+                units.append(Sentence(text=text))
                 out.append(units[-1])
-        line.units = units
+        line.sentences = units
     return out, fragments
 
 
@@ -69,9 +64,8 @@ def verify(state: EvidentState, runtime: Runtime[EvidentContext]) -> DraftUpdate
         # A model paraphrases, so its sentences are judged by their own measure (evident/citations/support.py).
         model_written = state.get("generated_by") == "model"
         verified = read(AlignmentDecision, state.get("verified"))
-        known = known_ids(verified, state.get("documents") or [])
-        parsed = parse_answer(state.get("draft") or "", known)
-        cited_nothing = not any(u.urls for u in units_of(parsed))
+        parsed = draft_of(state)
+        cited_nothing = not any(u.urls for u in sentences_in(parsed))
         uncited, fragments = (_uncited_sentences(parsed, ctx.min_evidence_tokens, state["query"]) if model_written
                               else ([], []))
         lines, removed = check_answer(
@@ -79,11 +73,10 @@ def verify(state: EvidentState, runtime: Runtime[EvidentContext]) -> DraftUpdate
             n=ctx.ngram_n, threshold=ctx.threshold, unsupported=ctx.unsupported,
             measure=GeneratedSentenceSupport(ctx.sentence_threshold) if model_written else None,
         )
-        if model_written and not any(u.urls and not u.flagged for u in units_of(lines)):
+        if model_written and not any(u.urls and not u.flagged for u in sentences_in(lines)):
             # Evidence was verified but none of the model's sentences stands on it: answer extractively.
-            draft = offline_draft(state, ctx)
             lines, more = check_answer(
-                parse_answer(draft, known), verified,
+                offline_draft(state, ctx), verified,
                 n=ctx.ngram_n, threshold=ctx.threshold, unsupported=ctx.unsupported,
             )
             removed = removed + more
@@ -104,6 +97,6 @@ def verify(state: EvidentState, runtime: Runtime[EvidentContext]) -> DraftUpdate
                 f"{len(uncited) + len(fragments) - recited} " + ("flagged" if ctx.unsupported == "flag" else "removed"),
             )]
         removed = fragments + removed
-        update["draft"] = render_answer(lines)
+        update["draft"] = lines
         update["removed_sentences"] = removed
     return update

@@ -93,7 +93,7 @@ def test_a_plain_id_is_streamed_and_rendered(corpus: Path, tmp_path: Path) -> No
 def test_a_bracketed_word_is_text_unless_it_is_a_document_id() -> None:
     known = {"KB-1042", "hr/leave.md"}
     lines = parse_answer("Open the [Home] page and choose Leave. [KB-1042][hr/leave.md] See [1].", known)
-    units = [u for line in lines for u in line.units]
+    units = [u for line in lines for u in line.sentences]
     assert [(u.text, u.urls) for u in units] == [
         ("Open the [Home] page and choose Leave.", ["KB-1042", "hr/leave.md"]), ("See [1].", [])]
     # An absolute URL nobody retrieved is still a citation, so that verify removes it from the text.

@@ -38,7 +38,7 @@ def _check_grounded(out: dict[str, Any]) -> None:
     for url in citations_in(out["answer"]):
         assert url in docs
     for line in parse_answer(out["answer"]):
-        for unit in line.units:
+        for unit in line.sentences:
             assert unit.urls or unit.text.startswith("The documentation does not explicitly state")
 
 

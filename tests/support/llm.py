@@ -211,5 +211,5 @@ def check_grounded(out: dict[str, Any]) -> None:
     for url in citations_in(out["answer"]):
         assert url in docs, url
     for line in parse_answer(out["answer"]):
-        for unit in line.units:
+        for unit in line.sentences:
             assert unit.urls or unit.text.startswith(PREFACE), unit.text

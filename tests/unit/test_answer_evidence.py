@@ -8,11 +8,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from evident.citations.answer import PREFACE, PREFACE_TAIL
+from evident.citations.answer import PREFACE, PREFACE_TAIL, parse_answer, render_answer
 from evident.context import EvidentContext
 from evident.models import INSUFFICIENT_ANSWER, SourceDocument
 from evident.nodes.generate import generate
 from evident.nodes.postprocess import postprocess
+from evident.nodes.rewrite import rewrite
 from evident.nodes.verify import verify
 from evident.state import EvidentState
 from tests.support.offline import decision
@@ -25,7 +26,9 @@ QUERY = "How many days do I have to get a refund on an annual plan?"
 def _state(draft: str = "", **more: Any) -> EvidentState:
     verified = [decision("p1", BILLING, REFUND).model_dump(mode="json")]
     document = SourceDocument(url=BILLING, title="Billing", content=REFUND).model_dump(mode="json")
-    state: dict[str, Any] = {"query": QUERY, "verified": verified, "documents": [document], "draft": draft,
+    # The draft as `generate` leaves it in the state: its lines of cited sentences, as JSON.
+    lines = [line.model_dump(mode="json") for line in parse_answer(draft, {BILLING})]
+    state: dict[str, Any] = {"query": QUERY, "verified": verified, "documents": [document], "draft": lines,
                              "messages": [], **more}
     return state  # type: ignore[return-value]  # a partial state, as the nodes before these leave it
 
@@ -69,7 +72,7 @@ def test_the_verify_fallback_hedges_on_weak_evidence_as_generate_does() -> None:
         offline = generate(_state(weak_evidence=weak), _runtime())
         assert fallback["generated_by"] == offline["generated_by"] == "offline"
         assert fallback["draft"] == offline["draft"]
-        assert fallback["draft"].startswith(PREFACE) == weak
+        assert render_answer(fallback["draft"]).startswith(PREFACE) == weak
         assert _finish({**state, **fallback})["evidence"] == ("weak" if weak else "clear")  # type: ignore[typeddict-item]
 
 
@@ -80,7 +83,12 @@ def test_the_verify_fallback_leaves_out_what_the_conversation_already_said() -> 
     said = [{"type": "human", "content": "Can I get a refund?"},
             {"type": "ai", "content": f"{REFUND} [{BILLING}]", "additional_kwargs": {"status": "answered"}},
             {"type": "human", "content": QUERY}]
-    state = _state("I cannot help with refunds.", generated_by="model", verified=verified, messages=said)
+    # What the conversation already said, as `rewrite` read it from these messages (`conversation.said`).
+    conversation = rewrite({"messages": said}, _runtime())["conversation"]
+    state = _state("I cannot help with refunds.", generated_by="model", verified=verified, messages=said,
+                   conversation=conversation)
     fallback = verify(state, _runtime())
-    assert fallback["draft"] == generate(_state(verified=verified, messages=said), _runtime())["draft"]
-    assert REFUND not in fallback["draft"] and other in fallback["draft"]
+    assert fallback["draft"] == generate(_state(verified=verified, messages=said, conversation=conversation),
+                                         _runtime())["draft"]
+    answer = render_answer(fallback["draft"])
+    assert REFUND not in answer and other in answer

@@ -34,13 +34,13 @@ def verified():  # type: ignore[no-untyped-def]
 
 def test_a_table_is_one_unit_cited_on_the_line_after_it() -> None:
     lines = parse_answer(ANSWER, [URL])
-    [table] = lines[0].units
+    [table] = lines[0].sentences
     assert is_table(table.text) and table.text == SHOWN and table.urls == [URL]
-    assert [u.text for u in lines[-1].units] == ["Contact support for other codes."]
+    assert [u.text for u in lines[-1].sentences] == ["Contact support for other codes."]
     assert render_answer(lines) == ANSWER
     # Pipes in a sentence are text, and a table with nothing after it is uncited.
-    assert parse_answer("Use a | b. [" + URL + "]", [URL])[0].units[0].text == "Use a | b."
-    assert parse_answer(SHOWN, [URL])[0].units[0].urls == []
+    assert parse_answer("Use a | b. [" + URL + "]", [URL])[0].sentences[0].text == "Use a | b."
+    assert parse_answer(SHOWN, [URL])[0].sentences[0].urls == []
 
 
 def test_verify_keeps_a_table_whose_rows_are_each_in_a_passage() -> None:
@@ -51,7 +51,7 @@ def test_verify_keeps_a_table_whose_rows_are_each_in_a_passage() -> None:
 def test_verify_removes_a_table_with_a_row_no_passage_holds() -> None:
     invented = SHOWN + "\n| E-9999 | Disk on fire | The building is evacuated |"
     lines, removed = check_answer(parse_answer(f"{invented}\n\n[{URL}]", [URL]), verified(), n=5, threshold=0.5)
-    assert removed == [invented] and not any(line.units for line in lines)
+    assert removed == [invented] and not any(line.sentences for line in lines)
 
 
 def test_a_table_citation_resolves_to_each_row() -> None:

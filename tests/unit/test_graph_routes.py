@@ -73,5 +73,5 @@ def test_the_check_finds_a_router_typed_str() -> None:
 
 
 def test_every_router_of_the_graph_returns_a_literal_of_its_destinations() -> None:
-    assert len([b for branches in graph.builder.branches.values() for b in branches.values()]) == 2
+    assert len([b for branches in graph.builder.branches.values() for b in branches.values()]) == 3
     assert untyped_routes(graph) == []

@@ -25,7 +25,7 @@ from evident.context import (
     split_request_settings,
 )
 from evident.graph import build_graph, graph
-from evident.nodes.retrieve import IGNORED_PRINCIPAL
+from evident.nodes.prepare import IGNORED_PRINCIPAL
 from evident.state import PER_QUERY, EvidentState
 
 Q = "How many days do I have to submit an expense report after a trip?"
