@@ -14,7 +14,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from evident.context import EvidentContext, run_settings
+from evident.context import EvidentContext
 from evident.conversation.messages import earlier_answers
 from evident.conversation.said import fresh_passages, said_text
 from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
@@ -25,6 +25,7 @@ from evident.nodes.common import offline_draft, timed
 from evident.nodes.names import GENERATE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.prompts.render import render_passages
+from evident.request_settings import run_settings
 from evident.state import DraftUpdate, EvidentState, read
 
 OFFLINE_FALLBACK = "used the offline composer"

@@ -9,7 +9,8 @@ to `build_graph`), it runs behind a `FederatedRetriever`, so the same rules hold
   trace sees them; how many goes to the log and the retrieve step's trace only (`acl_dropped`), never
   to the caller, whose output must not confirm that a hidden document matched;
 - on the server the principal is the authenticated caller, never the request body, and a request's
-  settings beyond the allowed ones end the query before anything is searched (`run_settings`, evident/context.py);
+  settings beyond the allowed ones end the query before anything is searched (`run_settings`,
+  evident/request_settings.py);
 - it starts every query's results (only `rewrite` runs before it, writing the question and the conversation):
   its update empties what a previous query on the thread left.
 - a failing or slow source becomes a `SourceError` and the query goes on (`status: "degraded"`);
@@ -31,7 +32,7 @@ from evident.connectors.federated import FederatedResult, FederatedRetriever, ur
 from evident.connectors.query_meaning import PreparedMeaning, prepare_meaning
 from evident.connectors.rerank import rerank_by_meaning
 from evident.connectors.retrievers import as_federated
-from evident.context import EvidentContext, refused_settings, run_settings, served
+from evident.context import EvidentContext
 from evident.conversation.messages import earlier_turns
 from evident.conversation.pages import conversation_text, with_conversation
 from evident.conversation.rule import query_too_long
@@ -42,6 +43,7 @@ from evident.nodes.common import authenticated_principal, timed
 from evident.nodes.names import RETRIEVE, REWRITE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.nodes.runs import add_to_run
+from evident.request_settings import refused_settings, run_settings, served
 from evident.state import EvidentState, QueryStart, start_of_query
 
 log = logging.getLogger(__name__)

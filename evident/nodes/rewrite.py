@@ -27,7 +27,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from evident.context import EvidentContext, refused_settings, run_settings
+from evident.context import EvidentContext
 from evident.conversation.messages import answered, question_at, read_messages, refused, size_of, to_turns, turn_role
 from evident.conversation.rule import Turn, check_turns, condense
 from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
@@ -38,6 +38,7 @@ from evident.nodes.common import timed
 from evident.nodes.names import REWRITE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.nodes.retrieve import check_query
+from evident.request_settings import refused_settings, run_settings
 from evident.state import EvidentState, RewriteUpdate
 
 RULE_FALLBACK = "used the offline rewrite rule"

@@ -24,10 +24,11 @@ from evident.citations.answer import (
     units_of,
 )
 from evident.citations.support import GeneratedSentenceSupport
-from evident.context import EvidentContext, run_settings
+from evident.context import EvidentContext
 from evident.models import AlignmentDecision, SourceError
 from evident.nodes.common import offline_draft, timed
 from evident.nodes.names import VERIFY
+from evident.request_settings import run_settings
 from evident.state import DraftUpdate, EvidentState, read
 
 

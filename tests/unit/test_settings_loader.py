@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evident.context import ContextWithDefaults, EvidentContext
+from evident.context import EvidentContext
 from evident.graph import graph
+from evident.request_settings import ContextWithDefaults
 
 TOML = """
 [retrieval]
