@@ -168,7 +168,7 @@ def file_defaults() -> dict[str, Any]:
     """The query settings of `evident.toml` (or `EVIDENT_CONFIG`), read once per config path: call it before
     a server's event loop runs, where reading a file is a blocking call."""
     found = read_config_file(None, cached=True)
-    return query_file_settings(*found, EvidentContext.model_fields) if found else {}
+    return query_file_settings(found, EvidentContext.model_fields) if found else {}
 
 
 def _invalid(exc: ValidationError) -> ConfigError:

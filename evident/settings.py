@@ -23,7 +23,7 @@ import tomllib
 from collections.abc import Iterable
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Self
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
@@ -126,7 +126,16 @@ def config_path(config: str | Path | None) -> Path:
     return Path(config or os.environ.get("EVIDENT_CONFIG") or "evident.toml")
 
 
-def _read_config_file(config: str | Path | None) -> tuple[Path, dict[str, Any]] | None:
+class ConfigFile(NamedTuple):
+    """A parsed evident.toml: the path as given (errors name it so), its folder (relative paths in it are
+    relative to that), and its tables."""
+
+    path: Path
+    folder: Path
+    data: dict[str, Any]
+
+
+def _read_config_file(config: str | Path | None) -> ConfigFile | None:
     explicit = config is not None or "EVIDENT_CONFIG" in os.environ
     path = config_path(config)
     if not path.exists():
@@ -134,16 +143,16 @@ def _read_config_file(config: str | Path | None) -> tuple[Path, dict[str, Any]] 
             raise ConfigError(f"{path}: config file not found")
         return None
     try:
-        return path, tomllib.loads(path.read_text(encoding="utf-8"))
+        return ConfigFile(path, path.resolve().parent, tomllib.loads(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
 
 
 _files_lock = threading.Lock()
-_files: dict[str | None, tuple[Path, dict[str, Any]] | None | ConfigError] = {}
+_files: dict[str | None, ConfigFile | None | ConfigError] = {}
 
 
-def read_config_file(config: str | Path | None, *, cached: bool = False) -> tuple[Path, dict[str, Any]] | None:
+def read_config_file(config: str | Path | None, *, cached: bool = False) -> ConfigFile | None:
     """The parsed evident.toml (`config`, else `EVIDENT_CONFIG`, else ./evident.toml when present).
 
     `cached`: read once per path, because the LangGraph server builds a run's context inside its event loop,
@@ -194,8 +203,9 @@ def _section_keys(path: Path, section: str, table: dict[str, Any], fields: Itera
     return {known[str(k)]: v for k, v in table.items()}
 
 
-def query_file_settings(path: Path, data: dict[str, Any], fields: dict[str, FieldInfo]) -> dict[str, Any]:
+def query_file_settings(file: ConfigFile, fields: dict[str, FieldInfo]) -> dict[str, Any]:
     """evident.toml's query settings, flat (a flat file and the sections are both accepted)."""
+    path, data = file.path, file.data
     flat: dict[str, Any] = {}
     for key, value in data.items():
         if key == SERVER_SECTION:
@@ -218,7 +228,7 @@ def query_file_settings(path: Path, data: dict[str, Any], fields: dict[str, Fiel
             flat[key] = value
     if "sources" in flat:
         # Paths inside a source (local folders, index files) are relative to this file too.
-        base_dir = str(path.resolve().parent)
+        base_dir = str(file.folder)
         sources = sources_list(flat["sources"])
         if isinstance(sources, list):
             flat["sources"] = [{"base_dir": base_dir, **s} if isinstance(s, dict) else s for s in sources]
@@ -228,20 +238,20 @@ def query_file_settings(path: Path, data: dict[str, Any], fields: dict[str, Fiel
 class _TomlFile(InitSettingsSource):
     """evident.toml as settings: its section of them, relative paths resolved against its folder."""
 
-    def __init__(self, settings_cls: type[DeploymentSettings], found: tuple[Path, dict[str, Any]] | None) -> None:
+    def __init__(self, settings_cls: type[DeploymentSettings], file: ConfigFile | None) -> None:
         values: dict[str, Any] = {}
-        if found is not None:
-            path, data = found
-            if settings_cls.toml_section is None:
-                values = query_file_settings(path, data, settings_cls.model_fields)
+        if file is not None:
+            section = settings_cls.toml_section
+            if section is None:
+                values = query_file_settings(file, settings_cls.model_fields)
             else:
-                values = data.get(settings_cls.toml_section) or {}
+                values = file.data.get(section) or {}
                 if not isinstance(values, dict):
-                    raise ConfigError(f"{path}: [{settings_cls.toml_section}] must be a table")
+                    raise ConfigError(f"{file.path}: [{section}] must be a table")
                 for key in values:
                     if key not in settings_cls.model_fields:
-                        raise unknown_key(path, str(key), settings_cls.model_fields, settings_cls.toml_section)
-            base = path.resolve().parent
+                        raise unknown_key(file.path, str(key), settings_cls.model_fields, section)
+            base = file.folder
             for key in settings_cls.file_paths & set(values):
                 paths = values[key]
                 values[key] = ([str(base / p) for p in paths] if isinstance(paths, list)
@@ -271,7 +281,7 @@ class DeploymentSettings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         config, cached = _config_file.get()
-        return (init_settings, _Environment(settings_cls, case_sensitive=False),
+        return (init_settings, _Environment(settings_cls),
                 _TomlFile(cls, read_config_file(config, cached=cached)))
 
     @classmethod
