@@ -101,3 +101,13 @@ def test_a_request_is_checked_once_when_the_context_is_built(deployment: Path) -
     served = run.as_request()
     assert (served.top_n, served.model, served.k) == (2, None, 11) and served.as_request() is served
     assert run.as_request() is served  # built once per run
+
+
+def test_a_table_setting_is_merged_key_by_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "evident.toml"
+    config.write_text('[offline]\nwindow_units = 2\nmax_sentences = 4\n[output]\nglossary = { "tf" = "T F" }\n',
+                      encoding="utf-8")
+    monkeypatch.setenv("EVIDENT_OFFLINE__WINDOW_UNITS", "1")
+    ctx = EvidentContext.from_env(config, glossary={"ab": "A B"})
+    assert (ctx.offline.window_units, ctx.offline.max_sentences) == (1, 4)
+    assert ctx.glossary == {"tf": "T F", "ab": "A B"}
