@@ -186,6 +186,7 @@ class ContextWithDefaults(DeployedContext):
 
     model_config = SettingsConfigDict(title="EvidentContext")
     _requested: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _allowed: dict[str, Any] = PrivateAttr(default_factory=dict)
     _refused: list[RequestSettingsError] = PrivateAttr(default_factory=list)
     _as_request: ContextWithDefaults | None = PrivateAttr(None)
 
@@ -198,7 +199,7 @@ class ContextWithDefaults(DeployedContext):
         except SettingsError as exc:
             raise ConfigError(str(exc)) from None
         self._requested = given
-        self._refused = split_request_settings(given)[1]
+        self._allowed, self._refused = split_request_settings(given)
 
     @property
     def requested(self) -> dict[str, Any]:
@@ -213,8 +214,7 @@ class ContextWithDefaults(DeployedContext):
         if not self._refused:
             return self
         if self._as_request is None:
-            refused = {e.setting for e in self._refused}
-            self._as_request = ContextWithDefaults(**{k: v for k, v in self._requested.items() if k not in refused})
+            self._as_request = ContextWithDefaults(**self._allowed)
         return self._as_request
 
     @classmethod
