@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, ConfigDict, Field, SecretStr, field_validator
+from pydantic import AliasChoices, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from evident.settings import CorpusFileSettings, DeploymentSettings, OfflineSettings, sources_list
+from evident.settings import CorpusFileSettings, DeploymentSettings, OfflineSettings, invalid_setting, sources_list
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 # The bundled example corpus, when running from a source checkout (what `langgraph dev` does).
@@ -194,9 +194,11 @@ class EvidentContext(CorpusFileSettings):
     @classmethod
     def from_env(cls, config: str | Path | None = None, **overrides: Any) -> EvidentContext:
         """Defaults < evident.toml < environment < `overrides` (None values are ignored)."""
-        found = DeployedContext.load(config, **{k: v for k, v in overrides.items() if v is not None})
-        # What the file, the environment and the caller set stays "given" (`model_fields_set`).
-        return cls(**{name: getattr(found, name) for name in found.model_fields_set})
+        given = {k: v for k, v in overrides.items() if v is not None}
+        try:
+            return cls(**{**DeployedContext.deployment(config), **given})
+        except ValidationError as exc:
+            raise invalid_setting(exc) from None
 
 
 class DeployedContext(DeploymentSettings, EvidentContext):

@@ -16,10 +16,9 @@ from pydantic import ConfigDict, Field, GetJsonSchemaHandler, PrivateAttr, Valid
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
-from pydantic_settings import SettingsConfigDict, SettingsError
 
 from evident.context import DeployedContext, EvidentContext
-from evident.settings import ConfigError, first_problem, query_file_settings, read_config_file
+from evident.settings import ConfigError, invalid_setting, query_file_settings, read_config_file
 
 if TYPE_CHECKING:  # the CLI reads settings without loading LangGraph
     from langgraph.runtime import Runtime
@@ -171,20 +170,16 @@ def file_defaults() -> dict[str, Any]:
     return query_file_settings(found, EvidentContext.model_fields) if found else {}
 
 
-def _invalid(exc: ValidationError) -> ConfigError:
-    where, what = first_problem(exc)
-    return ConfigError(f"invalid setting {where or 'settings'}: {what}")
-
-
-class ContextWithDefaults(DeployedContext):
+class ContextWithDefaults(EvidentContext):
     """`EvidentContext` whose unset fields come from `evident.toml` and the environment: the graph's
     `context_schema`. LangGraph builds a run's context from a dict with `context_schema(**dict)` (how the
-    server hands over every request's `context`): pydantic-settings then fills in the deployment's settings,
-    and the request's are checked against a served request's bounds once, here. `requested` keeps the given
+    server hands over every request's `context`): the deployment's settings (`DeployedContext`, read by
+    pydantic-settings once per configuration) lie under the request's, which are checked against a served
+    request's bounds once, here. `requested` keeps the given
     values, `refused` the settings a served request may not set. Its JSON schema, which the server publishes
     (and filters requests by), is the `RequestSettings`."""
 
-    model_config = SettingsConfigDict(title="EvidentContext")
+    model_config = ConfigDict(title="EvidentContext")
     _requested: dict[str, Any] = PrivateAttr(default_factory=dict)
     _allowed: dict[str, Any] = PrivateAttr(default_factory=dict)
     _refused: list[RequestSettingsError] = PrivateAttr(default_factory=list)
@@ -193,11 +188,9 @@ class ContextWithDefaults(DeployedContext):
     def __init__(self, **data: Any) -> None:
         given = {k: v for k, v in data.items() if v is not None}
         try:
-            super().__init__(**given)
+            super().__init__(**{**DeployedContext.deployment(cached=True), **given})
         except ValidationError as exc:
-            raise _invalid(exc) from None
-        except SettingsError as exc:
-            raise ConfigError(str(exc)) from None
+            raise invalid_setting(exc) from None
         self._requested = given
         self._allowed, self._refused = split_request_settings(given)
 

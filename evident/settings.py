@@ -52,6 +52,12 @@ def first_problem(exc: ValidationError, *, tagged: bool = False, unknown: str = 
     return where, unknown if first["type"] == "extra_forbidden" else first["msg"]
 
 
+def invalid_setting(exc: ValidationError) -> ConfigError:
+    """The error for a setting the caller gave a bad value."""
+    where, what = first_problem(exc)
+    return ConfigError(f"invalid setting {where or 'settings'}: {what}")
+
+
 def unknown_key(path: Path, key: str, known: Iterable[str], section: str | None = None) -> ConfigError:
     """The error for a key of `path` that no setting has: the file, the key (with its [section]) and
     the nearest valid key, since a misspelt key is the usual cause."""
@@ -285,10 +291,11 @@ class DeploymentSettings(BaseSettings):
                 _TomlFile(cls, read_config_file(config, cached=cached)))
 
     @classmethod
-    def load(cls, config: str | Path | None = None, **given: Any) -> Self:
-        """The settings with `config` (else `EVIDENT_CONFIG`, else ./evident.toml) read now; a `ConfigError`
-        names a bad value where it was written: the file, the environment variable, or neither (the caller)."""
-        token = _config_file.set((config, False))
+    def load(cls, config: str | Path | None = None, *, cached: bool = False, **given: Any) -> Self:
+        """The settings with `config` (else `EVIDENT_CONFIG`, else ./evident.toml) read now (`cached`: the file
+        as first read); a `ConfigError` names a bad value where it was written: the file, the environment
+        variable, or neither (the caller)."""
+        token = _config_file.set((config, cached))
         try:
             return cls(**given)
         except SettingsError as exc:
@@ -307,6 +314,46 @@ class DeploymentSettings(BaseSettings):
     @classmethod
     def config_error(cls, where: str, what: str, origin: str | None = None) -> ConfigError:
         return ConfigError(f"{origin + ': ' if origin else ''}invalid setting {where or 'settings'}: {what}")
+
+    @classmethod
+    def deployment(cls, config: str | Path | None = None, *, cached: bool = False) -> dict[str, Any]:
+        """The settings that evident.toml and the environment set (not the defaults), built once per
+        configuration: reading every source costs milliseconds, and a run reads its settings in every node.
+        `cached`: the file as first read, for the server's event loop, where even a `stat` is refused;
+        otherwise a file changed since is read again."""
+        file: tuple[Any, ...] = (config if config is not None else environment_value("EVIDENT_CONFIG"),)
+        if not cached:  # ./evident.toml is another file in another folder
+            try:
+                found = config_path(config).stat()
+                file += (os.getcwd(), found.st_dev, found.st_ino, found.st_mtime_ns, found.st_size)
+            except OSError:
+                file += (os.getcwd(),)
+        aliased = cls.aliased_variables()
+        variables = tuple(sorted((k, v) for k, v in os.environ.items()
+                                 if k.upper().startswith(ENV_PREFIX) or k.upper() in aliased))
+        key = (cls, cached, file, variables)
+        with _files_lock:
+            values = _deployments.get(key)
+        if values is None:
+            settings = cls.load(config, cached=cached)
+            values = {name: getattr(settings, name) for name in settings.model_fields_set}
+            with _files_lock:
+                if len(_deployments) >= 64:  # one entry per configuration a process has seen: a test suite's
+                    _deployments.clear()
+                _deployments[key] = values
+        return dict(values)
+
+    @classmethod
+    def aliased_variables(cls) -> frozenset[str]:
+        """The variables named in `validation_alias` (`OPENAI_BASE_URL`), not `EVIDENT_` and a setting's name."""
+        if cls not in _aliased:
+            _aliased[cls] = frozenset(var.upper() for name, info in cls.model_fields.items()
+                                      for var in setting_variables(name, info) if not var.startswith(ENV_PREFIX))
+        return _aliased[cls]
+
+
+_deployments: dict[tuple[Any, ...], dict[str, Any]] = {}
+_aliased: dict[type[DeploymentSettings], frozenset[str]] = {}
 
 
 # -- sections ------------------------------------------------------------------------------------------------

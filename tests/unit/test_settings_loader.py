@@ -103,11 +103,19 @@ def test_a_request_is_checked_once_when_the_context_is_built(deployment: Path) -
     assert run.as_request() is served  # built once per run
 
 
-def test_a_table_setting_is_merged_key_by_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_environment_sets_one_key_of_a_section(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     config = tmp_path / "evident.toml"
     config.write_text('[offline]\nwindow_units = 2\nmax_sentences = 4\n[output]\nglossary = { "tf" = "T F" }\n',
                       encoding="utf-8")
     monkeypatch.setenv("EVIDENT_OFFLINE__WINDOW_UNITS", "1")
     ctx = EvidentContext.from_env(config, glossary={"ab": "A B"})
     assert (ctx.offline.window_units, ctx.offline.max_sentences) == (1, 4)
-    assert ctx.glossary == {"tf": "T F", "ab": "A B"}
+    assert ctx.glossary == {"ab": "A B"}  # what the caller gives replaces the deployment's
+
+
+def test_a_changed_file_is_read_again(tmp_path: Path) -> None:
+    config = tmp_path / "evident.toml"
+    config.write_text("top_n = 3\n", encoding="utf-8")
+    assert EvidentContext.from_env(config).top_n == 3
+    config.write_text("top_n = 40\n", encoding="utf-8")
+    assert EvidentContext.from_env(config).top_n == 40
