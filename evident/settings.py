@@ -16,6 +16,7 @@ read where they are used so that none is kept in a settings object.
 from __future__ import annotations
 
 import codecs
+import copy
 import difflib
 import os
 import threading
@@ -182,6 +183,7 @@ def forget_file_defaults() -> None:
     """Read `evident.toml` again the next time (the file or `EVIDENT_CONFIG` changed)."""
     with _files_lock:
         _files.clear()
+        _deployments.clear()
 
 
 def section_field(section: str, key: str) -> str:
@@ -328,32 +330,20 @@ class DeploymentSettings(BaseSettings):
                 file += (os.getcwd(), found.st_dev, found.st_ino, found.st_mtime_ns, found.st_size)
             except OSError:
                 file += (os.getcwd(),)
-        aliased = cls.aliased_variables()
-        variables = tuple(sorted((k, v) for k, v in os.environ.items()
-                                 if k.upper().startswith(ENV_PREFIX) or k.upper() in aliased))
-        key = (cls, cached, file, variables)
+        key = (cls, cached, file, frozenset(os.environ.items()))
         with _files_lock:
             values = _deployments.get(key)
         if values is None:
             settings = cls.load(config, cached=cached)
             values = {name: getattr(settings, name) for name in settings.model_fields_set}
             with _files_lock:
-                if len(_deployments) >= 64:  # one entry per configuration a process has seen: a test suite's
+                if len(_deployments) >= 64:  # bounded: a test run goes through many configurations
                     _deployments.clear()
                 _deployments[key] = values
-        return dict(values)
-
-    @classmethod
-    def aliased_variables(cls) -> frozenset[str]:
-        """The variables named in `validation_alias` (`OPENAI_BASE_URL`), not `EVIDENT_` and a setting's name."""
-        if cls not in _aliased:
-            _aliased[cls] = frozenset(var.upper() for name, info in cls.model_fields.items()
-                                      for var in setting_variables(name, info) if not var.startswith(ENV_PREFIX))
-        return _aliased[cls]
+        return copy.deepcopy(values)  # no two contexts share a list or a table
 
 
 _deployments: dict[tuple[Any, ...], dict[str, Any]] = {}
-_aliased: dict[type[DeploymentSettings], frozenset[str]] = {}
 
 
 # -- sections ------------------------------------------------------------------------------------------------
