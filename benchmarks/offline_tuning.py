@@ -150,7 +150,7 @@ _WORK: dict[str, Any] = {}
 
 def _evaluate(settings_json: str) -> tuple[str, Figures, Figures | None]:
     """One setting on the tune split and the examples in `_WORK` (set before the workers fork)."""
-    from evident.context import OfflineSettings
+    from evident.settings import OfflineSettings
 
     settings = OfflineSettings.model_validate_json(settings_json)
     w = _WORK
@@ -247,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from pydantic import ValidationError
 
-    from evident.context import EvidentContext, OfflineSettings, first_problem
+    from evident.context import EvidentContext
+    from evident.settings import OfflineSettings, first_problem
 
     values: dict[str, Any] = {}
     for item in args.set:

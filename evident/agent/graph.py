@@ -43,10 +43,11 @@ from langgraph.runtime import Runtime
 from evident.agent.state import AgentState
 from evident.agent.tool import evident_tool
 from evident.agent.verify_answer import verify_answer_node
-from evident.context import ContextWithDefaults, EvidentContext, file_defaults, run_settings
+from evident.context import EvidentContext
 from evident.llm.models import DEFAULT_MODELS, Models
 from evident.models import INSUFFICIENT_ANSWER
 from evident.prompts.agent import AGENT_SYSTEM
+from evident.request_settings import ContextWithDefaults, file_defaults, run_settings
 
 log = logging.getLogger(__name__)
 

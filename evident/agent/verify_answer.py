@@ -71,8 +71,9 @@ from evident.citations.answer import (
     table_rows,
 )
 from evident.citations.support import GeneratedSentenceSupport
-from evident.context import EvidentContext, run_settings
+from evident.context import EvidentContext
 from evident.models import INSUFFICIENT_ANSWER, Line, Sentence
+from evident.request_settings import run_settings
 
 Status = Literal["supported", "unsupported", "contradicted"]
 Verdict = Literal["kept", "removed", "added"]

@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from evident.context import PACKAGE_ROOT, export_environment
+from evident.context import PACKAGE_ROOT
+from evident.settings import export_environment
 
 ASGI_APP = "aegra_api.main:app"
 INSTALL_HINT = "pip install 'evident-rag[server]' (Aegra needs Python 3.12 or newer)"

@@ -19,8 +19,9 @@ from evident.commands.common import (
     print_json,
     safe_text,
 )
-from evident.context import ConfigError, EvidentContext, environment_value, export_environment
+from evident.context import EvidentContext
 from evident.embeddings.prefetch import embed_ahead
+from evident.settings import ConfigError, environment_value, export_environment
 
 
 def _one_blas_thread() -> None:

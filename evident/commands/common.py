@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import typer
 
-from evident.context import log_file
+from evident.settings import log_file
 
 USAGE_ERROR = 2
 

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from evident.commands.common import fail, print_json, safe_text, warn
-from evident.context import ConfigError, EvidentContext
+from evident.context import EvidentContext
 from evident.eval import extra, langsmith_run
 from evident.eval.dataset import DatasetError, load_dataset
 from evident.eval.judge import Judge
@@ -21,6 +21,7 @@ from evident.eval.output import write_reports
 from evident.eval.report import EvalResult, ablation_table, num
 from evident.eval.runner import evaluate
 from evident.eval.semantic import score_run
+from evident.settings import ConfigError
 
 DEFAULT_LLM_JOBS = 4
 KEY_METRICS = (

@@ -19,8 +19,9 @@ from evident.connectors.index.embedded import (
     rebuild_index,
 )
 from evident.connectors.index.loaders import CorpusError, CorpusLimits
-from evident.context import ConfigError, EvidentContext
+from evident.context import EvidentContext
 from evident.embeddings import EmbeddingsError, resolve_embeddings
+from evident.settings import ConfigError
 
 
 def run(

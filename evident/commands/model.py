@@ -29,7 +29,7 @@ from evident.alignment.evidence import drop_non_evidence
 from evident.alignment.models import SourceDocument
 from evident.citations.answer import render_answer, sentences_in
 from evident.commands.common import fail, print_json, safe_text
-from evident.context import ConfigError, EvidentContext
+from evident.context import EvidentContext
 from evident.embeddings import EmbeddingsError, resolve_embeddings
 from evident.llm.extraction import extract_with_model, forget_rungs
 from evident.llm.failures import ModelFailure, describe_failure
@@ -37,6 +37,7 @@ from evident.llm.models import DEFAULT_REPLY_TOKENS, Models, ModelSettings
 from evident.llm.replies import text_of
 from evident.llm.servers import OPENAI_CONCURRENCY, is_openai, server_root
 from evident.nodes.generate import generate_with_model
+from evident.settings import ConfigError
 
 COMMAND = "model check"
 SAMPLE_URL = "https://evident.invalid/sample/expenses"

@@ -7,7 +7,7 @@ the server's own, in the directory of the langgraph.json it serves, with the env
 it from contacting anything: no CLI analytics, no version check, and no LangSmith tracing unless the
 user configured tracing (LANGSMITH_TRACING=true and an API key).
 
-Without authentication configured (evident/web/settings.py) the server is for this machine only:
+Without authentication configured (`[server]`, evident/settings.py) the server is for this machine only:
 binding another address needs `--insecure`, which says loudly what it means.
 """
 
@@ -30,8 +30,9 @@ from pydantic import ValidationError
 
 from evident.commands import aegra
 from evident.commands.common import fail, warn
-from evident.context import PACKAGE_ROOT, ConfigError, environment_value, process_environment
-from evident.web.settings import ServerSettings, load_server_settings
+from evident.context import PACKAGE_ROOT
+from evident.settings import ConfigError, ServerSettings, environment_value, process_environment
+from evident.web.settings import load_server_settings
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 2024

@@ -28,8 +28,9 @@ from evident.connectors.config import (
 from evident.connectors.federated import FederatedRetriever
 from evident.connectors.index.loaders import CorpusError, CorpusLimits
 from evident.connectors.source import SourceConfigError, SourceFailure
-from evident.context import ConfigError, EvidentContext
+from evident.context import EvidentContext
 from evident.embeddings import EmbeddingsError, resolve_embeddings
+from evident.settings import ConfigError
 
 PROBE_QUERY = "help"
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from evident.commands.common import fail, print_json, safe_text, span_notation
-from evident.context import ConfigError, EvidentContext
+from evident.context import EvidentContext
+from evident.settings import ConfigError
 
 COMMAND = "verify"
 STALE = 1

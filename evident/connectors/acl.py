@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from evident.context import first_problem
 from evident.models import Principal, SourceDocument
+from evident.settings import first_problem
 
 DefaultAcl = Literal["public", "deny"]
 

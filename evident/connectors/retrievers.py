@@ -20,8 +20,9 @@ from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.index.loaders import CorpusLimits
 from evident.connectors.index.retriever import LocalCorpusRetriever
 from evident.connectors.source import Source
-from evident.context import ConfigError, EvidentContext, environment_value
+from evident.context import EvidentContext
 from evident.models import SourceError
+from evident.settings import ConfigError, environment_value
 
 RetrieverFactory = Callable[[EvidentContext], BaseRetriever]
 

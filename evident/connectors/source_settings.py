@@ -29,7 +29,7 @@ from evident.connectors.index.loaders import CorpusError, CorpusLimits
 from evident.connectors.index.retriever import LocalCorpusRetriever
 from evident.connectors.remote.http import check_base_url
 from evident.connectors.source import SourceConfigError
-from evident.context import CorpusFileSettings, environment_value, first_problem
+from evident.settings import CorpusFileSettings, environment_value, first_problem
 
 if TYPE_CHECKING:
     from evident.connectors.postgres.dsn import PostgresDsn

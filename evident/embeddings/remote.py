@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
-from evident.context import environment_value
 from evident.embeddings.failures import EmbeddingsFailure, EmbeddingsUnavailable
 from evident.embeddings.settings import EmbeddingsSettings
+from evident.settings import environment_value
 
 if TYPE_CHECKING:
     from langchain_openai import OpenAIEmbeddings

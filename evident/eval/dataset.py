@@ -7,8 +7,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evident.commands.verify import InputError, read_jsonl
-from evident.context import first_problem
 from evident.models import Turn
+from evident.settings import first_problem
 
 
 class DatasetError(ValueError):

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import langsmith
 from langsmith.evaluation import EvaluationResult
 
-from evident.context import environment_value
 from evident.eval import metrics as m
 from evident.eval.dataset import EvalQuery
 from evident.eval.store import settings_hash
 from evident.eval.summary import Row
+from evident.settings import environment_value
 
 if TYPE_CHECKING:
     from langsmith.evaluation import EvaluationResults

@@ -37,7 +37,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from evident.connectors.retrievers import RetrieverFactory, default_retriever
-from evident.context import ContextWithDefaults, EvidentContext, file_defaults
+from evident.context import EvidentContext
 from evident.embeddings import DEFAULT_EMBEDDINGS, EmbeddingsFactory, GraphEmbeddings
 from evident.graph.instrument import TRACE_POLICY, instrument
 from evident.llm.batching import TokenCounter
@@ -64,6 +64,7 @@ from evident.nodes.retrieve import retrieve
 from evident.nodes.rewrite import rewrite
 from evident.nodes.runs import NODE_RUNS
 from evident.nodes.verify import verify
+from evident.request_settings import ContextWithDefaults, file_defaults
 from evident.state import EvidentState, InputState, OutputState
 
 MAX_PARALLEL_TASKS = 32

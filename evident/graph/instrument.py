@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from langgraph.runtime import Runtime
 from langgraph.types import TracePolicy
 
-from evident.context import ConfigError, EvidentContext, run_settings
+from evident.context import EvidentContext
 from evident.embeddings import describe
 from evident.graph.tracing import progress, summarize, trace_record
 from evident.llm.batching import extraction_budget
@@ -27,6 +27,8 @@ from evident.llm.usage import counting_tokens
 from evident.nodes.names import RETRIEVE
 from evident.nodes.parts import GraphParts
 from evident.nodes.runs import add_to_run, traced
+from evident.request_settings import run_settings
+from evident.settings import ConfigError
 from evident.state import update_as_json
 
 log = logging.getLogger(__name__)

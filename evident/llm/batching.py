@@ -29,8 +29,9 @@ from pathlib import Path
 from evident.alignment import drops
 from evident.alignment.models import SourceDocument
 from evident.alignment.outline import heading_path
-from evident.context import EvidentContext, environment_value
+from evident.context import EvidentContext
 from evident.llm.models import reply_cap
+from evident.settings import environment_value
 
 TokenCounter = Callable[[str], int]
 

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from evident.context import EvidentContext, environment_value
+from evident.context import EvidentContext
 from evident.llm.failures import ModelFailure
 from evident.llm.servers import is_openai, resolved_base_url
+from evident.settings import environment_value
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -16,7 +16,8 @@ from typing import Any
 
 import httpx
 
-from evident.context import EvidentContext, environment_value
+from evident.context import EvidentContext
+from evident.settings import environment_value
 
 DEFAULT_CONCURRENCY = 2  # a local server that does not say how many slots it has
 OPENAI_CONCURRENCY = 4

@@ -10,9 +10,10 @@ from evident.alignment import align as align_passages
 from evident.alignment.evidence import drop_non_evidence
 from evident.alignment.models import Passage, SourceDocument
 from evident.alignment.outline import document_path
-from evident.context import EvidentContext, run_settings
+from evident.context import EvidentContext
 from evident.nodes.common import timed
 from evident.nodes.names import ALIGN, GENERATE, INSUFFICIENT
+from evident.request_settings import run_settings
 from evident.state import AlignUpdate, EvidentState, read
 
 

@@ -1,7 +1,7 @@
 """Helpers of the nodes: who is asking on the server, how long a step took, what a query read of its
 conversation, and the offline answer.
 
-A node reads its settings with `evident.context.run_settings(runtime)`; on the server, that keeps a
+A node reads its settings with `evident.request_settings.run_settings(runtime)`; on the server, that keeps a
 request to the settings it may set.
 """
 

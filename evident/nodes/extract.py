@@ -18,7 +18,7 @@ from langgraph.types import Send
 
 from evident.alignment import nfkc_casefold
 from evident.alignment.models import Passage, SourceDocument
-from evident.context import EvidentContext, run_settings
+from evident.context import EvidentContext
 from evident.conversation.rule import condense
 from evident.llm.batching import extraction_budget, plan_batches
 from evident.llm.failures import ModelFailure, describe_failure
@@ -30,6 +30,7 @@ from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.offline.answerability import AnswerGate
 from evident.offline.extractor import Extraction, extract_evidence
 from evident.prompts.render import render_document
+from evident.request_settings import run_settings
 from evident.state import EvidentState, ExtractBatch, ExtractUpdate, as_json, read
 
 OFFLINE_FALLBACK = "used the offline extractor"

@@ -16,7 +16,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from evident.citations.answer import parse_answer
-from evident.context import EvidentContext, run_settings
+from evident.context import EvidentContext
 from evident.conversation.said import fresh_passages, said_text
 from evident.llm.failures import ModelFailure, call_with_retries, describe_failure
 from evident.llm.replies import refusal_of, text_of
@@ -26,6 +26,7 @@ from evident.nodes.common import conversation_of, known_documents, offline_draft
 from evident.nodes.names import GENERATE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.prompts.render import render_passages
+from evident.request_settings import run_settings
 from evident.state import DraftUpdate, EvidentState, read
 
 OFFLINE_FALLBACK = "used the offline composer"

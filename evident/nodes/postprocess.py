@@ -16,11 +16,12 @@ from evident.citations.answer import (
 from evident.citations.support import GeneratedSentenceSupport
 from evident.connectors.chunks import cited_in_document, document_of
 from evident.connectors.revisions import pinned
-from evident.context import EvidentContext, run_settings
+from evident.context import EvidentContext
 from evident.conversation.messages import conclude
 from evident.models import INSUFFICIENT_ANSWER, AlignmentDecision, Evidence, SourceDocument, Status
 from evident.nodes.common import draft_of, timed
 from evident.nodes.names import POSTPROCESS
+from evident.request_settings import run_settings
 from evident.state import EvidentState, PostprocessUpdate, read
 
 

@@ -19,11 +19,12 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from evident.connectors.acl import PrincipalError, coerce_principal
-from evident.context import EvidentContext, refused_settings, served
+from evident.context import EvidentContext
 from evident.conversation.rule import query_too_long
 from evident.models import Principal
 from evident.nodes.common import authenticated_principal
 from evident.nodes.names import POSTPROCESS, RETRIEVE
+from evident.request_settings import refused_settings, served
 from evident.state import EvidentState, QueryStart
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from evident.connectors.federated import FederatedResult, FederatedRetriever, ur
 from evident.connectors.query_meaning import PreparedMeaning, prepare_meaning
 from evident.connectors.rerank import rerank_by_meaning
 from evident.connectors.retrievers import as_federated
-from evident.context import EvidentContext, run_settings, served
+from evident.context import EvidentContext
 from evident.conversation.pages import conversation_text, with_conversation
 from evident.embeddings.failures import EmbeddingsError
 from evident.embeddings.meaning import QueryMeaning, without_meaning
@@ -34,6 +34,7 @@ from evident.nodes.common import conversation_of, timed
 from evident.nodes.names import RETRIEVE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.nodes.runs import add_to_run
+from evident.request_settings import run_settings, served
 from evident.state import EvidentState, RetrieveUpdate
 
 log = logging.getLogger(__name__)

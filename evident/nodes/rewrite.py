@@ -30,7 +30,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from evident.context import EvidentContext, refused_settings, run_settings
+from evident.context import EvidentContext
 from evident.conversation.messages import (
     answered,
     earlier_answers,
@@ -50,6 +50,7 @@ from evident.nodes.common import timed
 from evident.nodes.names import REWRITE
 from evident.nodes.parts import DEFAULT_PARTS, GraphParts
 from evident.nodes.prepare import admit, check_query
+from evident.request_settings import refused_settings, run_settings
 from evident.state import EvidentState, QueryStart, start_of_query
 
 RULE_FALLBACK = "used the offline rewrite rule"

@@ -19,10 +19,11 @@ from evident.citations.answer import (
     sentences_in,
 )
 from evident.citations.support import GeneratedSentenceSupport
-from evident.context import EvidentContext, run_settings
+from evident.context import EvidentContext
 from evident.models import AlignmentDecision, Line, Sentence, SourceError
 from evident.nodes.common import draft_of, offline_draft, timed
 from evident.nodes.names import VERIFY
+from evident.request_settings import run_settings
 from evident.state import DraftUpdate, EvidentState, read
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evident.alignment.models import AlignmentDecision
-from evident.context import DEFAULT_OFFLINE, OfflineSettings
 from evident.conversation.said import said_text
 from evident.offline.preface import OFFLINE_PREFACE, PREFACE, preface
 from evident.offline.quotes import QuotedSentence, quoted_sentences
 from evident.offline.selection import select_sentences
 from evident.offline.terms import coverage, query_weights, scenario_keys, unit_terms
 from evident.offline.voice import unprompted
+from evident.settings import DEFAULT_OFFLINE, OfflineSettings
 
 __all__ = ["WEAK_COVERAGE", "compose_answer", "answer_coverage", "preface", "OFFLINE_PREFACE", "PREFACE"]
 

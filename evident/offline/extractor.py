@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import TypedDict, Unpack
 
 from evident.alignment.models import Passage, SourceDocument
-from evident.context import DEFAULT_OFFLINE, OfflineSettings
 from evident.offline.answerability import DEFAULT_GATE, AnswerGate, Evidence
 from evident.offline.units import COPY_MIN_WORDS, Unit
 from evident.offline.windows import CandidateWindow, candidate_windows
+from evident.settings import DEFAULT_OFFLINE, OfflineSettings
 
 __all__ = [
     "SECONDARY_SCORE_RATIO", "Extraction", "address_score", "extract_evidence", "extract_passages", "join_openings",

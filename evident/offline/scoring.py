@@ -7,9 +7,9 @@ import math
 from collections.abc import Sequence
 
 from evident.alignment.models import SourceDocument
-from evident.context import DEFAULT_OFFLINE, OfflineSettings
 from evident.offline.terms import ENTITY_WEIGHT, entity_keys, pairs, query_terms, scenario_keys, unit_terms
 from evident.offline.units import Doc, Unit
+from evident.settings import DEFAULT_OFFLINE, OfflineSettings
 
 __all__ = ["Scorer", "heading_terms", "is_superseded", "under_heading", "window_score"]
 

@@ -4,11 +4,11 @@ rank. Pure Python, no framework imports."""
 
 from __future__ import annotations
 
-from evident.context import DEFAULT_OFFLINE, OfflineSettings
 from evident.conversation.asking import carried_part
 from evident.conversation.said import said_before
 from evident.offline.quotes import QuotedSentence
 from evident.offline.terms import CONTINUATIONS, content_keys, query_weights, unit_terms
+from evident.settings import DEFAULT_OFFLINE, OfflineSettings
 
 __all__ = ["kept_orders", "select_sentences"]
 

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evident.alignment.models import SourceDocument
-from evident.context import DEFAULT_OFFLINE, OfflineSettings
 from evident.embeddings.meaning import Window, fuse, semantic_windows
 from evident.offline.answerability import Evidence
 from evident.offline.scoring import Scorer, heading_terms, under_heading, window_score
 from evident.offline.terms import CONTINUATIONS
 from evident.offline.units import Unit, analyse_pages
+from evident.settings import DEFAULT_OFFLINE, OfflineSettings
 
 __all__ = ["CandidateWindow", "candidate_windows", "is_term", "opening_heading", "unit_cosine", "window_at"]
 

@@ -36,8 +36,9 @@ from starlette.types import ASGIApp
 import evident
 from evident.connectors.background import BACKGROUND, embedded_indexes
 from evident.connectors.retrievers import default_retriever
-from evident.context import ConfigError, EvidentContext
+from evident.context import EvidentContext
 from evident.embeddings import resolve_embeddings
+from evident.settings import ConfigError
 from evident.web.auth import identify
 from evident.web.browser import BrowserGuard
 from evident.web.feedback import give_feedback

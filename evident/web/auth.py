@@ -7,7 +7,7 @@ cron or store item. Both servers that load it call these handlers, each its own 
 `@auth.on` a run's request under `kwargs`; Aegra passes one dict of headers, and a run's request
 fields themselves. The handlers read either.
 
-- **Identity.** With authentication configured (evident/web/settings.py), a request needs
+- **Identity.** With authentication configured (`[server]`, evident/settings.py), a request needs
   `Authorization: Bearer <token>`: a token of the tokens file (stored as SHA-256 digests, compared
   in constant time) or a JWT (HS256/RS256, key or JWKS from a file, expiry, issuer and audience
   checked, groups from a configurable claim). Without it, every caller is anonymous and only
@@ -19,7 +19,7 @@ fields themselves. The handlers read either.
   Crons and the store are refused: the graph uses neither.
 - **Request settings.** A run's `context` (or `config.configurable`) and an assistant's context or
   config may hold only the `RequestSettings`; any other setting is refused here with a 4xx naming
-  it, before a run exists. The graph checks again (`run_settings`, evident/context.py), whatever the route.
+  it, before a run exists. The graph checks again (`run_settings`, evident/request_settings.py), whatever the route.
 """
 
 from __future__ import annotations
@@ -38,18 +38,14 @@ import jwt
 from langchain_core.messages import convert_to_messages
 from langgraph_sdk import Auth
 
-from evident.context import (
-    ConfigError,
-    ContextWithDefaults,
-    EvidentContext,
-    RequestSettingsError,
-    check_request_settings,
-)
+from evident.context import EvidentContext
 from evident.conversation.messages import size_of
 from evident.conversation.rule import oversized, query_too_long
+from evident.request_settings import ContextWithDefaults, RequestSettingsError, check_request_settings
+from evident.settings import ConfigError, ServerSettings
 from evident.web.admitted import admitted_client
 from evident.web.bodies import OWNERSHIP_KEYS, json_size
-from evident.web.settings import ServerSettings, server_settings
+from evident.web.settings import server_settings
 
 ANONYMOUS = "anonymous"
 OWNER_KEY = "owner"

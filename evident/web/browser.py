@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evident.context import ConfigError
-from evident.web.settings import ServerSettings, server_settings
+from evident.settings import ConfigError, ServerSettings
+from evident.web.settings import host_allowed, server_settings
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 EXPOSED = ["x-pagination-total", "x-pagination-next", "content-location"]
@@ -55,7 +55,7 @@ def same_origin(origin: str, host: str | None) -> bool:
 def refusal(scope: Scope, settings: ServerSettings) -> str | None:
     """Why this request is refused, or None."""
     host = _header(scope, b"host")
-    if not settings.host_allowed(host or ""):
+    if not host_allowed(settings, host or ""):
         return f"host {host!r} is not served: only loopback names and allowed_hosts are"
     origin = _header(scope, b"origin")
     if origin is not None:

@@ -42,7 +42,8 @@ from urllib.parse import urlencode
 from langgraph_sdk import Auth
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evident.context import ConfigError, ContextWithDefaults
+from evident.request_settings import ContextWithDefaults
+from evident.settings import ConfigError, ServerSettings
 from evident.web import bodies
 from evident.web.admitted import admitted_client
 from evident.web.auth import direct_client, identify
@@ -50,7 +51,7 @@ from evident.web.bodies import BodyRefusal
 from evident.web.fairness import RETRY_AFTER_S, RunSlots, TooManyRuns, created_runs
 from evident.web.inprocess import read_as_caller
 from evident.web.routes import ServedRoute, allowed_route, refused_routes, route_table
-from evident.web.settings import ServerSettings, server_settings
+from evident.web.settings import server_settings
 
 log = logging.getLogger(__name__)
 

@@ -128,8 +128,8 @@ def test_schemas_and_graph_for_studio(served: DevServer) -> None:
 
 
 def test_a_request_setting_means_the_same_through_configurable_context_and_locally(served: DevServer) -> None:
-    from evident.context import check_request_settings
     from evident.graph import graph
+    from evident.request_settings import check_request_settings
 
     client = get_sync_client(url=served.url)
     by_context = client.runs.wait(None, "evident", input={"query": Q}, context={"top_n": 1})

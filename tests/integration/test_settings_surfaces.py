@@ -14,15 +14,15 @@ from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import TypeAdapter
 
-from evident.context import (
+from evident.context import EvidentContext
+from evident.graph import build_graph, graph
+from evident.request_settings import (
     REQUEST_BOUNDS,
     REQUEST_SETTINGS,
     ContextWithDefaults,
-    EvidentContext,
     RequestSettingsError,
     check_request_settings,
 )
-from evident.graph import build_graph, graph
 
 Q = "How many days do I have to submit an expense report after a trip?"
 # What the LangGraph server puts in every run's config: the graph then knows a request started it.

@@ -15,7 +15,8 @@ from evident.connectors.index.retriever import LocalCorpusRetriever
 from evident.connectors.remote.confluence import ConfluenceRetriever
 from evident.connectors.remote.mediawiki import MediaWikiRetriever
 from evident.connectors.source import SourceConfigError
-from evident.context import ConfigError, EvidentContext
+from evident.context import EvidentContext
+from evident.settings import ConfigError
 
 
 class KeywordRetriever(BaseRetriever):

@@ -13,7 +13,8 @@ from evident.connectors.index.corpus import CorpusLimits
 from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.index.excluded import Exclusions, same_page_key
 from evident.connectors.index.loaders import corpus_files, load_corpus
-from evident.context import ConfigError, EvidentContext
+from evident.context import EvidentContext
+from evident.settings import ConfigError
 
 PAGE_TEXT = ("Backups run every night at two. A backup is kept for thirty days, then deleted. "
              "To restore a file, open a ticket with the storage team and name the file and the day.")

@@ -8,15 +8,11 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from evident.context import (
-    REQUEST_SETTINGS,
-    ConfigError,
-    ContextWithDefaults,
-    EvidentContext,
-    split_request_settings,
-)
+from evident.context import EvidentContext
 from evident.embeddings import EmbeddingsSettings, GraphEmbeddings, embeddings_note
 from evident.graph import build_graph
+from evident.request_settings import REQUEST_SETTINGS, ContextWithDefaults, split_request_settings
+from evident.settings import ConfigError
 
 # The real resolution of the settings (conftest.py sets words only for unmarked tests).
 pytestmark = pytest.mark.embeddings

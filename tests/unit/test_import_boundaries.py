@@ -103,11 +103,11 @@ def test_the_scan_finds_environment_reads() -> None:
     assert _environment_reads(tree) == [2, 3]
 
 
-def test_only_the_context_reads_the_environment() -> None:
-    """Settings have one home: every environment variable is read through `evident.context`."""
+def test_only_the_settings_read_the_environment() -> None:
+    """Settings have one home: every environment variable is read through `evident.settings`."""
     found = {str(path.relative_to(PACKAGE)): lines for path in sorted(PACKAGE.rglob("*.py"))
              if (lines := _environment_reads(ast.parse(path.read_text(encoding="utf-8"))))}
-    assert set(found) == {"context.py"}, found
+    assert set(found) == {"settings.py"}, found
 
 
 def _imports_of(tree: ast.AST, modules: set[str]) -> set[str]:
@@ -189,7 +189,7 @@ def test_no_import_cycles_in_the_package() -> None:
 # The layers, lowest first; a module may import its own layer and the ones below (docs/layout.md).
 # `alignment.models` holds the pure types every layer shares, so it sits with `models` at the bottom.
 LAYERS: dict[str, int] = {
-    "models": 0, "state": 0, "context": 0, "alignment.models": 0,
+    "models": 0, "state": 0, "settings": 0, "context": 0, "request_settings": 0, "alignment.models": 0,
     "alignment": 1,
     "connectors": 2, "llm": 2, "offline": 2, "citations": 2, "conversation": 2, "embeddings": 2, "prompts": 2,
     "nodes": 3,

@@ -7,7 +7,6 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from evident.alignment.models import AlignmentDecision
-from evident.context import OfflineSettings
 from evident.offline.composer import (
     OFFLINE_PREFACE,
     PREFACE,
@@ -17,6 +16,7 @@ from evident.offline.composer import (
     preface,
 )
 from evident.offline.voice import PromptReader
+from evident.settings import OfflineSettings
 from tests.support.offline import assert_grounded, cited_sentences, decision, norm
 
 BILLING = "https://help.acme.example/billing"

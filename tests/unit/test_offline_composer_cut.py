@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from evident.alignment.models import AlignmentDecision
-from evident.context import DEFAULT_OFFLINE, OfflineSettings
 from evident.offline.composer import compose_answer
+from evident.settings import DEFAULT_OFFLINE, OfflineSettings
 from tests.support.offline import assert_grounded, cited_sentences, decision
 
 DOCS = "https://docs.acme.example/errors"

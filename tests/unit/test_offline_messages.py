@@ -11,11 +11,11 @@ import pytest
 from evident.alignment.models import AlignmentDecision, SourceDocument
 from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.index.fts_query import weighted_terms
-from evident.context import OfflineSettings
 from evident.conversation.asking import SCENARIO_WEIGHT, message_parts, message_words
 from evident.offline.answerability import DEFAULT_GATE
 from evident.offline.composer import compose_answer
 from evident.offline.extractor import address_score, extract_passages
+from evident.settings import OfflineSettings
 
 SETTINGS = OfflineSettings()
 

@@ -14,18 +14,18 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langgraph.checkpoint.memory import InMemorySaver
 
-from evident.context import (
+from evident.context import EvidentContext
+from evident.graph import build_graph, graph
+from evident.nodes.prepare import IGNORED_PRINCIPAL
+from evident.request_settings import (
     REQUEST_BOUNDS,
     REQUEST_SETTINGS,
     ContextWithDefaults,
-    EvidentContext,
     RequestSettings,
     RequestSettingsError,
     check_request_settings,
     split_request_settings,
 )
-from evident.graph import build_graph, graph
-from evident.nodes.prepare import IGNORED_PRINCIPAL
 from evident.state import PER_QUERY, EvidentState
 
 Q = "How many days do I have to submit an expense report after a trip?"
@@ -141,8 +141,8 @@ def test_a_served_run_keeps_its_allowed_settings_over_the_deployment(monkeypatch
 
 
 def test_the_settings_a_served_node_reads_never_hold_a_refused_value() -> None:
-    from evident.context import refused_settings
-    from evident.context import run_settings as settings
+    from evident.request_settings import refused_settings
+    from evident.request_settings import run_settings as settings
 
     class Runtime:
         context = ContextWithDefaults(top_n=2, model="attacker", corpus=["/etc"])

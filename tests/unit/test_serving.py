@@ -21,8 +21,10 @@ from evident.commands.serve import (
     server_environment,
     tracing_configured,
 )
-from evident.context import ConfigError, ContextWithDefaults, EvidentContext, forget_file_defaults
+from evident.context import EvidentContext
 from evident.graph.tracing import describe, progress, summarize
+from evident.request_settings import ContextWithDefaults
+from evident.settings import ConfigError, forget_file_defaults
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from evident.context import ConfigError
+from evident.settings import ConfigError
 from evident.web import auth as auth_module
 from evident.web import settings as web_settings
 from evident.web.admitted import admitted_client

@@ -10,7 +10,7 @@ from typing import TypeVar
 from pydantic import BaseModel, Field
 
 from evident.alignment.models import SourceDocument
-from evident.context import CorpusFileSettings
+from evident.settings import CorpusFileSettings
 
 Where = TypeVar("Where")
 

@@ -69,8 +69,8 @@ from evident.connectors.index.vectors import (
 from evident.connectors.index.visible_ranking import CANDIDATE_POOL
 from evident.connectors.revisions import REVISION
 from evident.connectors.visibility import document_tokens
-from evident.context import index_dir
 from evident.embeddings.meaning import QueryMeaning, without_meaning
+from evident.settings import index_dir
 
 __all__ = ["EmbedStats", "IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index",
            "title_first_order"]

@@ -13,7 +13,7 @@ from psycopg.conninfo import conninfo_to_dict
 from pydantic import SecretStr
 
 from evident.connectors.source import SourceConfigError
-from evident.context import environment_value
+from evident.settings import environment_value
 
 
 class PostgresDsn:

@@ -22,7 +22,7 @@ from evident.connectors.index.embedded import IndexStats, LocalIndex
 from evident.connectors.remote.docs_site import Crawler, CrawlSettings, SkipReporter, normalize_url
 from evident.connectors.remote.http import host
 from evident.connectors.source import SourceFailure
-from evident.context import index_dir
+from evident.settings import index_dir
 
 
 class DocsRefreshStats(IndexStats):

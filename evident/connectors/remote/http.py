@@ -18,7 +18,7 @@ import httpx
 from pydantic import SecretStr
 
 from evident.connectors.source import SourceConfigError, SourceFailure
-from evident.context import environment_value
+from evident.settings import environment_value
 
 T = TypeVar("T")
 Flow = Generator[httpx.Request, httpx.Response, T]
