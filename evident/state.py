@@ -69,7 +69,10 @@ def update_as_json(update: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def read(model: type[_M], items: Iterable[Any] | None) -> list[_M]:
-    """The items of a state value, validated as `model` (JSON or models: both are accepted)."""
+    """The items of a state value, validated as `model` (JSON or models: both are accepted), or of a node's
+    update, where `rewrite` replaces an accumulating value (`Overwrite`, `start_of_query`)."""
+    if isinstance(items, Overwrite):
+        items = items.value
     return [model.model_validate(item) for item in items or []]
 
 
