@@ -83,6 +83,14 @@ def _is_title(text: str) -> bool:
     )
 
 
+def _is_term(heading: str) -> bool:
+    """A heading that names a thing (as `evident.offline.windows.is_term` reads it) and does not read as
+    a section title: "--no-include-untracked", "gc.auto", not "Eligibility"."""
+    text = heading.lstrip("#").strip()
+    parts = text.split(",")
+    return all(p.strip() and len(p.split()) == 1 for p in parts) and not _is_title(text)
+
+
 def _units(part: str) -> list[tuple[str, Kind]]:
     """Units of one quote fragment, with the kinds alignment's trimming hides restored.
 
@@ -143,6 +151,11 @@ def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSente
             for i, (raw, kind) in enumerate(units):
                 if kind != "row":
                     header_row = None
+                if kind == "heading" and _is_term(raw):
+                    # A definition's term ("stash.showIncludeUntracked", "--no-include-untracked") says
+                    # what its description is about. A quote that lost the term's "###" already reads
+                    # it as a line of text; with the markup kept, it is the same line.
+                    raw, kind = raw.lstrip("#").strip(), "prose"
                 if kind in ("heading", "fence", "rule") or is_noise(raw, kind):
                     continue
                 text = " ".join((strip_marker(raw, kind) if kind in ("item", "row") else raw).split())

@@ -284,3 +284,19 @@ def test_a_table_row_is_quoted_under_its_header() -> None:
     # Another table's header above a rule is not this table's.
     split = analyse("| Key | Value |\n|---|---|\n| a | 1 |\n\n---\n\n| b | 2 |").units
     assert table_header(split, len(split) - 1, set(), 3) == len(split) - 1
+
+
+def test_a_term_that_kept_its_markup_is_shown_and_kept_with_its_description() -> None:
+    # The quote kept the term's "###" (it starts with no word to trim to): the term is the same line as
+    # one that lost it, and stays with its description when a longer answer is cut to the cap.
+    stash = decision("p1", "https://kb.test/1", "### --no-include-untracked\n\n"
+                     "When used with the push and save commands, all untracked files are also stashed.")
+    others = [decision(f"p{n}", f"https://kb.test/{n}", f"Untracked files number {n} are listed by the status command.")
+              for n in range(2, 9)]
+    answer = compose_answer("How do I stash untracked files?", [stash, *others])
+    sentences = [s for s, _ in cited_sentences(answer)]
+    assert sentences[0] == "--no-include-untracked When used with the push and save commands, all untracked " \
+                           "files are also stashed."
+    # A section title in heading markup is still never a sentence of the answer.
+    titled = decision("p1", "https://kb.test/1", "### Eligibility\n\nUntracked files are stashed by the push command.")
+    assert "Eligibility" not in compose_answer("How do I stash untracked files?", [titled])
