@@ -16,7 +16,6 @@ from evident.offline.preface import OFFLINE_PREFACE, PREFACE, preface
 from evident.offline.quotes import QuotedSentence, quoted_sentences
 from evident.offline.selection import select_sentences
 from evident.offline.terms import coverage, query_weights, scenario_keys, unit_terms
-from evident.offline.voice import unprompted
 from evident.settings import DEFAULT_OFFLINE, OfflineSettings
 
 __all__ = ["WEAK_COVERAGE", "compose_answer", "answer_coverage", "preface", "OFFLINE_PREFACE", "PREFACE"]
@@ -121,39 +120,9 @@ def _render_weak(sentences: list[QuotedSentence]) -> str:
     return "\n".join(lines).rstrip()
 
 
-def _in_page_order(sentences: list[QuotedSentence], decisions: Sequence[AlignmentDecision]) -> list[QuotedSentence]:
-    """`sentences` with each passage that starts where an earlier shown passage of the same page ends
-    (a space or a line break between them) moved right after it: the extractor ranks the two halves
-    of a paragraph apart, and a passage of another part of the page shown between them cuts what
-    the page says in one breath. The lead stays first; nothing is added or left out."""
-    shown = list(dict.fromkeys(s.passage for s in sentences))
-    after: dict[int, int] = {}
-    for n, p in enumerate(shown):
-        d = decisions[p]
-        for q in shown[:n]:
-            e = decisions[q]
-            if d.spans and e.spans and d.url == e.url and 0 <= d.spans[0][0] - e.spans[-1][1] <= 2:
-                after[p] = q
-                break
-    order: list[int] = []
-
-    def place(p: int) -> None:
-        order.append(p)
-        for c in shown:
-            if after.get(c) == p:
-                place(c)
-
-    for p in shown:
-        if p not in after:
-            place(p)
-    rank = {p: n for n, p in enumerate(order)}
-    return sorted(sentences, key=lambda s: rank[s.passage])
-
-
 def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *,
                    settings: OfflineSettings = DEFAULT_OFFLINE, said: Sequence[str] = (), weak: bool = False) -> str:
-    """An extractive, fully cited answer from the verified (non-dropped) decisions, in the order given,
-    except that a passage starting where an earlier one of the same page ends is shown right after it.
+    """An extractive, fully cited answer from the verified (non-dropped) decisions, in the order given.
 
     `said` holds the conversation's earlier answers: a sentence one of them already gave is left
     out, unless no other sentence answers the question.
@@ -166,12 +135,9 @@ def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *,
     live = [d for d in decisions if d.action != "dropped" and d.quote.strip()]
     # A verified passage none of whose sentences are shown is not cited (drops.NOT_CHOSEN).
     earlier = said_text(said)
-    every = quoted_sentences(live)
-    selected = select_sentences(every, query, settings, earlier)
-    sentences = _in_page_order(unprompted(selected, every), live)
+    sentences = select_sentences(quoted_sentences(live), query, settings, earlier)
     if not sentences:
         return ""
-    covered = answer_coverage(query, " ".join(s.text for s in selected))  # a prompt says what is answered
-    if weak or covered < WEAK_COVERAGE:
+    if weak or answer_coverage(query, " ".join(s.text for s in sentences)) < WEAK_COVERAGE:
         return _render_weak(sentences)
     return _render(sentences)

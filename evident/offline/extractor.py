@@ -15,7 +15,7 @@ from typing import TypedDict, Unpack
 from evident.alignment.models import Passage, SourceDocument
 from evident.offline.answerability import DEFAULT_GATE, AnswerGate, Evidence
 from evident.offline.units import COPY_MIN_WORDS, Unit
-from evident.offline.windows import CandidateWindow, candidate_windows
+from evident.offline.windows import candidate_windows
 from evident.settings import DEFAULT_OFFLINE, OfflineSettings
 
 __all__ = [
@@ -23,7 +23,7 @@ __all__ = [
     "window_evidence",
 ]
 
-# A window after the first must score at least this share of the best one (see `_says_more`).
+# A window after the first must score at least this share of the best one.
 SECONDARY_SCORE_RATIO = 0.5
 
 
@@ -100,8 +100,7 @@ def extract_evidence(
 
     `semantic_weight`: the share of meaning in the windows' ranking, for documents retrieved by meaning
     (`evident.offline.windows.candidate_windows`); 0 ranks by words alone. `secondary_score_ratio`: the
-    share of the best-ranked window's score another window needs (unless it says more on the page the
-    answer leads with).
+    share of the best-ranked window's score another window needs.
     """
     if max_passages <= 0 or not documents:
         return Extraction()
@@ -120,7 +119,7 @@ def extract_evidence(
         if len(chosen) >= max_passages:
             break
         if w is not best and (
-            (w.score < secondary_score_ratio * windows[0].score and not _says_more(w, best))
+            w.score < secondary_score_ratio * windows[0].score
             # One shared word ("team") is a coincidence; the first window already answers it.
             or w.matched < min(2, len(scorer.weights))
         ):
@@ -141,14 +140,6 @@ def extract_evidence(
         whole = [passages[-1].content] if sum(len(u.key) for u in span) >= COPY_MIN_WORDS else []
         pieces.append(whole + sentences)
     return Extraction(_with_copies(passages, pieces, documents), not any(gate.assures(w.evidence) for w in admitted))
-
-
-def _says_more(w: CandidateWindow, best: CandidateWindow) -> bool:
-    """`w` is on the best window's page and covers more of the question than the best window: the
-    page the answer leads with says more of what was asked there, in text that scored lower (often
-    for its length, as a list of required documents does), so it is kept even under half the best
-    score. Not for other pages: there a lower score is also the rank."""
-    return w.doc == best.doc and w.coverage > best.coverage
 
 
 def join_openings(chosen: list[tuple[int, int, int]], units: list[tuple[Unit, ...]]) -> list[tuple[int, int, int]]:

@@ -13,7 +13,6 @@ from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
 from evident.alignment.sentences import Kind, is_noise, split_units, strip_marker
 from evident.offline.terms import content_keys
-from evident.offline.voice import PromptReader
 
 __all__ = ["QuotedSentence", "quoted_sentences"]
 
@@ -43,7 +42,6 @@ class QuotedSentence:
     after_gap: bool = False
     # The unit right before it in its quote is the sentence before it in the list (nothing skipped).
     adjacent: bool = False
-    prompt: bool = False  # a FAQ prompt in the reader's voice (offline/voice.py): selected, not shown
     # A table row's header row (the row above the |---| line; itself, for that row): shown in a table
     # of the rows kept.
     header: str | None = None
@@ -81,6 +79,14 @@ def _is_title(text: str) -> bool:
         and text[:1].isupper()
         and not _NOT_TITLE.search(text)
     )
+
+
+def _is_term(heading: str) -> bool:
+    """A heading that names a thing (as `evident.offline.windows.is_term` reads it) and does not read as
+    a section title: "--no-include-untracked", "gc.auto", not "Eligibility"."""
+    text = heading.lstrip("#").strip()
+    parts = text.split(",")
+    return all(p.strip() and len(p.split()) == 1 for p in parts) and not _is_title(text)
 
 
 def _units(part: str) -> list[tuple[str, Kind]]:
@@ -137,18 +143,21 @@ def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSente
         for n, part in enumerate(decision.quote.split(QUOTE_JOINER)):
             gap = gap or n > 0  # the quote left text out between its parts ("…")
             units = _units(part)
-            reader = PromptReader(part)
             shown_before = -2  # the index in `units` of the last unit appended from this part
             header_row: str | None = None
             for i, (raw, kind) in enumerate(units):
                 if kind != "row":
                     header_row = None
+                if kind == "heading" and _is_term(raw):
+                    # A definition's term ("stash.showIncludeUntracked", "--no-include-untracked") says
+                    # what its description is about. A quote that lost the term's "###" already reads
+                    # it as a line of text; with the markup kept, it is the same line.
+                    raw, kind = raw.lstrip("#").strip(), "prose"
                 if kind in ("heading", "fence", "rule") or is_noise(raw, kind):
                     continue
                 text = " ".join((strip_marker(raw, kind) if kind in ("item", "row") else raw).split())
                 if not content_keys(text):
                     continue
-                prompt = reader.read(raw, text, kind in _OWN_LINE)
                 # Merged only when identical (modulo spacing): the one sentence shown must be a
                 # verbatim quote of every document it cites.
                 if text in by_key:
@@ -162,7 +171,7 @@ def quoted_sentences(decisions: Sequence[AlignmentDecision]) -> list[QuotedSente
                     kind if kind in ("item", "row", "code") else "label" if text.endswith(":") else "prose"
                 )
                 sentence = QuotedSentence(text, shown, p, len(out), [decision.url], after_gap=gap,
-                                          prompt=prompt, adjacent=shown_before == i - 1)
+                                          adjacent=shown_before == i - 1)
                 shown_before = i
                 gap = False
                 # A header row names the columns, not a thing (`_header_row`).

@@ -128,6 +128,7 @@ def kept_orders(sentences: list[QuotedSentence], cap: int, settings: OfflineSett
     `settings.max_long_sentences`. When that sentence is not in the list right after it (merged into an earlier
     page's copy, or left out of the quote: `after_gap`), the line is ranked on its own."""
     following = {s.order - 1: s for s in sentences}
+    by_order = {s.order: s for s in sentences}
     keep: set[int] = set()
     for s in sorted(sentences, key=lambda s: _rank(s, settings.passage_decay)):
         if len(keep) >= cap:
@@ -138,6 +139,11 @@ def kept_orders(sentences: list[QuotedSentence], cap: int, settings: OfflineSett
         answer = following.get(s.order)
         if answer is not None and _answers(s, answer):
             group.append(answer)
+        # The line its quote opens with, which says what it is about (`_on_topic`), comes with it too.
+        opener = by_order.get(s.order - 1)
+        if opener is not None and opener.order not in keep and opener.relevance <= 0 \
+                and _opens(opener, sentences) and _answers(opener, s):
+            group.insert(0, opener)
         room = cap if len(group) == 1 else max(cap, min(settings.max_long_sentences, cap + len(group) - 1))
         if len(keep) + len(group) <= room:
             keep.update(g.order for g in group)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from evident.alignment.models import AlignmentDecision
 from evident.offline.composer import (
     OFFLINE_PREFACE,
     PREFACE,
@@ -15,7 +13,6 @@ from evident.offline.composer import (
     compose_answer,
     preface,
 )
-from evident.offline.voice import PromptReader
 from evident.settings import OfflineSettings
 from tests.support.offline import assert_grounded, cited_sentences, decision, norm
 
@@ -278,7 +275,6 @@ def test_the_best_passage_is_kept_whole_before_the_answer_is_cut() -> None:
     assert norm(best) in norm(answer.replace(f" [{POLICY}]", ""))
 
 
-
 def test_the_best_passage_reads_as_one_quote() -> None:
     # The extractor's best window is a short paragraph: its closing sentence is shown even though it
     # shares no word with the question; the same kind of sentence in a later passage is not.
@@ -338,93 +334,6 @@ def test_a_question_is_shown_with_its_answer() -> None:
     shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
     assert shown[-2:] == ["What does coverage cost for a child?", "There is no charge until the age of 18."]
     assert len(shown) == 5
-
-
-def test_a_prompt_in_the_readers_voice_is_not_shown() -> None:
-    # "I received a letter ... What can I do?" is the page's FAQ question as its reader puts it:
-    # shown, the answer would speak about itself; the sentence under it answers the reader.
-    query = "I received a letter that says my insurance lapsed. What should I do?"
-    decisions = [
-        decision("p1", POLICY, "I received a letter that states my insurance lapsed. What can I do?\n"
-                               "The letter means your insurance company told us that your insurance ended."),
-    ]
-    shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
-    assert shown == ["The letter means your insurance company told us that your insurance ended."]
-
-
-def test_a_run_of_prompts_goes_or_stays_whole() -> None:
-    # "What can I do?" is also a line of another page, so it cannot be hidden before an answer cited
-    # on one page; the first half of the prompt goes with it or not at all, or the answer would open
-    # with a bare "What can I do?".
-    query = "I received a letter that says my insurance lapsed. What should I do?"
-    lead = ("I received a letter that states my insurance lapsed. What can I do?\n"
-            "The letter means your insurance company told us that your insurance ended.")
-    decisions = [decision("p1", POLICY, lead), decision("p2", BILLING, "Moving away?\n\nWhat can I do?")]
-    shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
-    assert shown[:2] == ["I received a letter that states my insurance lapsed.", "What can I do?"]
-
-
-def test_a_prompt_stays_when_its_answer_shares_no_question_word() -> None:
-    # "You must surrender the registration." says nothing of stolen plates: the prompt ties it to them.
-    query = "My plates were stolen"
-    quote = "My vehicle plates were lost, stolen or destroyed. What can I do?\nYou must surrender the registration."
-    decisions = [decision("p1", POLICY, quote)]
-    shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
-    assert shown[0] == "My vehicle plates were lost, stolen or destroyed."
-    assert shown[-1] == "You must surrender the registration."
-
-
-def test_reader_prompts() -> None:
-    part = "I am a student. What can I do?\nWhat happens next? I-94 forms are accepted.\nMy plates were stolen."
-    reader = PromptReader(part)
-    units = ["I am a student.", "What can I do?", "What happens next?", "I-94 forms are accepted.",
-             "My plates were stolen."]
-    assert [reader.read(u, u) for u in units] == [True, True, False, False, True]
-    assert not PromptReader("I am a student.").read("I am a student.", "I am a student.", item=True)
-
-
-@pytest.mark.parametrize("first, second", [
-    # Review: a prompt hidden while its answer was cut left a page uncited, and its words counted
-    # toward coverage though the answer did not say them (the weak preface was skipped).
-    ("License renewals are handled online.", "My license plates were stolen.\n\nCall the police first."),
-    # Second review: the prompt, merged under both pages, was hidden before an answer cited on one.
-    ("My license plates were stolen.\n\nReport stolen plates to the police.",
-     "My license plates were stolen.\n\nWe can't help with that at this office."),
-])
-def test_a_prompt_stays_where_it_keeps_a_pages_citation(first: str, second: str) -> None:
-    decisions = [decision("p1", BILLING, first), decision("p2", POLICY, second)]
-    answer = compose_answer("What do I do when my license plates are stolen?", decisions)
-    shown = assert_grounded(answer, decisions)
-    assert "My license plates were stolen." in [s for s, _ in shown]
-    assert {u for _, urls in shown for u in urls} == {BILLING, POLICY}
-
-
-def test_an_answer_of_prompts_only_keeps_them_all() -> None:
-    query = "What if my plates were stolen or lost?"
-    decisions = [
-        decision("p1", POLICY, "I lost my license plates."),
-        decision("p2", BILLING, "I found stolen plates on my car."),
-    ]
-    shown = [s for s, _ in assert_grounded(compose_answer(query, decisions), decisions)]
-    assert shown == ["I lost my license plates.", "I found stolen plates on my car."]
-
-
-def test_a_passage_that_reads_on_from_an_earlier_one_follows_it() -> None:
-    # The extractor ranked the account paragraph's two halves apart, with the page's opening between them;
-    # shown in that order the reader met the page's opening between two halves of one paragraph.
-    opening = "To create an account, you verify your identity and choose a password."
-    first = "We protect the information in your account, including your personal information."
-    second = "For your protection, only you can create your account, for your own use."
-    page = f"{opening}\n\nYour account is for your use only\n{first} {second}"
-
-    def quoted(pid: str, text: str) -> AlignmentDecision:
-        start = page.index(text)
-        return decision(pid, BILLING, text).model_copy(update={"spans": [(start, start + len(text))]})
-
-    answer = compose_answer("Can my husband use my account information?",
-                            [quoted("p1", first), quoted("p2", opening), quoted("p3", second)])
-    assert [s for s, _ in assert_grounded(answer, [quoted("p1", first), quoted("p2", opening),
-                                                   quoted("p3", second)])] == [first, second, opening]
 
 
 def test_a_table_header_without_its_rows_is_left_out() -> None:

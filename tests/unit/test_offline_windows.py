@@ -213,34 +213,6 @@ def test_a_window_opening_a_section_takes_the_rest_of_its_paragraph() -> None:
     assert _quoted(RENEWAL_QUERY, [deeper])[1] == "The renewal fee is paid by card."
 
 
-TRANSFER_QUERY = "Which documents do I bring to transfer a vehicle registration?"
-TRANSFER_LEAD = "You can transfer a vehicle registration to another car you own."
-TRANSFER_ITEMS = (
-    "Bring these documents to any office when you transfer the registration of a vehicle: the original "
-    "title or other proof of ownership, a current insurance card for the new car, your licence or two other "
-    "forms of identity, the plates from the old car, a completed form for the new car, payment for the fees, "
-    "a signed statement from every owner named on the old title, the odometer reading, the lien release "
-    "from your lender if the loan is paid, and for a leased car a letter from the leasing company that "
-    "allows the change.")
-TRANSFER_OTHER = "Offices open at nine. Lines are short in the morning. Parking is free."
-
-
-def test_the_lead_page_text_covering_more_of_the_question_is_kept_under_half_the_best_score() -> None:
-    # Rule 50: the list of documents covers every word of the question but scores lower than the
-    # short lead sentence for its length; on the lead's page it is kept whatever its score ...
-    ratio = 0.95
-    page = SourceDocument(url="KB-8", title="Plates", content=(
-        f"{TRANSFER_LEAD}\n\n{TRANSFER_ITEMS}\n\n{TRANSFER_OTHER}"))
-    _, _, windows = candidate_windows(TRANSFER_QUERY, [page])
-    assert windows[1].score < ratio * windows[0].score and windows[1].coverage > windows[0].coverage
-    kept = extract_passages(TRANSFER_QUERY, [page], secondary_score_ratio=ratio)
-    assert [p.content for p in kept] == [TRANSFER_LEAD, TRANSFER_ITEMS]
-    # ... but on another page a lower score is also a lower rank: it still needs the share of the best.
-    lead = SourceDocument(url="KB-8", title="Plates", content=f"{TRANSFER_LEAD}\n\n{TRANSFER_OTHER}")
-    other = SourceDocument(url="KB-9", title="Plates", content=TRANSFER_ITEMS)
-    assert [p.url for p in extract_passages(TRANSFER_QUERY, [lead, other], secondary_score_ratio=ratio)] == ["KB-8"]
-
-
 def test_a_name_the_page_holds_is_a_shared_word() -> None:
     # Rule 52: on a page naming Tessellate, "Passwords must be at least 14 characters long." shares
     # two words with the question, the name and "password", and is no coincidence of one word.
@@ -284,3 +256,19 @@ def test_a_table_row_is_quoted_under_its_header() -> None:
     # Another table's header above a rule is not this table's.
     split = analyse("| Key | Value |\n|---|---|\n| a | 1 |\n\n---\n\n| b | 2 |").units
     assert table_header(split, len(split) - 1, set(), 3) == len(split) - 1
+
+
+def test_a_term_that_kept_its_markup_is_shown_and_kept_with_its_description() -> None:
+    # The quote kept the term's "###" (it starts with no word to trim to): the term is the same line as
+    # one that lost it, and stays with its description when a longer answer is cut to the cap.
+    stash = decision("p1", "https://kb.test/1", "### --no-include-untracked\n\n"
+                     "When used with the push and save commands, all untracked files are also stashed.")
+    others = [decision(f"p{n}", f"https://kb.test/{n}", f"Untracked files number {n} are listed by the status command.")
+              for n in range(2, 9)]
+    answer = compose_answer("How do I stash untracked files?", [stash, *others])
+    sentences = [s for s, _ in cited_sentences(answer)]
+    assert sentences[0] == "--no-include-untracked When used with the push and save commands, all untracked " \
+                           "files are also stashed."
+    # A section title in heading markup is still never a sentence of the answer.
+    titled = decision("p1", "https://kb.test/1", "### Eligibility\n\nUntracked files are stashed by the push command.")
+    assert "Eligibility" not in compose_answer("How do I stash untracked files?", [titled])
