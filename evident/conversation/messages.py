@@ -122,16 +122,6 @@ def question_at(messages: Sequence[Any]) -> int | None:
     return None
 
 
-def earlier_turns(messages: Iterable[Any] | None) -> list[Turn]:
-    """The conversation's turns before its question, when its messages hold a user's question the graph
-    has not answered yet (a `query` input on a thread stands alone by contract); [] otherwise, and for
-    messages that are not all text."""
-    read = _readable(messages)
-    at = question_at(read)
-    turns, problem = to_turns(read[:at]) if at else ([], None)
-    return [] if problem else turns
-
-
 def earlier_answers(messages: Iterable[Any] | None, limit: int = 6) -> list[str]:
     """The text of the conversation's last `limit` assistant replies (what was already said)."""
     texts = [text_of(m) or "" for m in _readable(messages) if turn_role(m) == "assistant"]

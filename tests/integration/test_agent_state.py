@@ -13,7 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from evident.context import EvidentContext
-from evident.conversation.messages import earlier_answers, earlier_turns, question_at, read_messages, to_turns
+from evident.conversation.messages import earlier_answers, question_at, read_messages, to_turns
 from evident.graph import build_graph
 from evident.web.auth import oversized_input
 from tests.support.llm import EXPENSES, TRAVEL, FakeModel, check_grounded, echo, fake_context, prompt_kind, retriever
@@ -170,7 +170,7 @@ def test_dict_and_object_messages_read_alike(as_dicts: bool) -> None:
     read = read_messages(history)
     assert [m.type for m in read] == ["system", "human", "ai", "human", "ai", "tool"]
     assert question_at(read) == 3
-    turns = earlier_turns(history)
+    turns = to_turns(read[: question_at(read)])[0]  # the turns before the question, as rewrite reads them
     assert [(t.role, t.content) for t in turns] == [("user", "How many vacation days do I get?"),
                                                     ("assistant", "You get 25 vacation days.")]
     assert turns[1].standalone == "How many vacation days do I get?"
@@ -180,7 +180,7 @@ def test_dict_and_object_messages_read_alike(as_dicts: bool) -> None:
 
 def test_no_question_after_the_last_answer_is_none() -> None:
     answered_last = [*AGENT_HISTORY[:3], {"role": "tool", "content": "x", "tool_call_id": "c"}]
-    assert question_at(read_messages(answered_last)) is None and earlier_turns(answered_last) == []
+    assert question_at(read_messages(answered_last)) is None
     with pytest.raises(ValueError, match="message 2 of the conversation is not a chat message"):
         read_messages([{"role": "user", "content": "hi"}, {"role": "wizard", "content": "?"}])
 
