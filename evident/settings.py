@@ -111,6 +111,18 @@ def setting_variables(field: str, info: FieldInfo) -> list[str]:
 
 
 class _Environment(EnvSettingsSource):
+    def _extract_field_info(
+        self, field: FieldInfo, field_name: str, model_config: Any = None
+    ) -> list[tuple[str, str, bool]]:
+        # Only EVIDENT_<NAME> and the variables a field names in capitals (`OPENAI_BASE_URL`). A lower-case
+        # alias is evident.toml's key (`database`, `base_url`): read as a variable too, an unrelated DATABASE
+        # or BASE_URL in a container's environment would become a setting.
+        # A value is given under the field's name (its first alias choice), so that an error names the setting.
+        prefix = self._apply_case_sensitive(ENV_PREFIX)
+        return [(field_name if key.isupper() else key, env, complex_)
+                for key, env, complex_ in super()._extract_field_info(field, field_name, model_config)
+                if key.isupper() or env.startswith(prefix)]
+
     def prepare_field_value(self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool) -> Any:
         # A list of paths, as PATH is written (`EVIDENT_CORPUS=docs:wiki`), rather than JSON.
         if field_name == "corpus" and isinstance(value, str):

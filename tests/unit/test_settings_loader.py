@@ -12,7 +12,7 @@ import pytest
 from evident.context import EvidentContext
 from evident.graph import graph
 from evident.request_settings import ContextWithDefaults
-from evident.settings import ConfigError
+from evident.settings import ConfigError, DeployedServerSettings
 
 TOML = """
 [retrieval]
@@ -85,6 +85,19 @@ def test_every_environment_variable_keeps_its_name(monkeypatch: pytest.MonkeyPat
     assert getattr(ctx, setting) == (value if expected is None else expected)
     monkeypatch.setenv(variable, "")  # an empty variable is not set
     assert getattr(EvidentContext.from_env(), setting) == EvidentContext().model_dump()[setting]
+
+
+def test_variables_outside_the_evident_names_are_not_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # evident.toml's keys are not variables: a container's DATABASE or BASE_URL belongs to something else.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("EVIDENT_CONFIG", raising=False)
+    for name, value in [("DATABASE", "mysql://db/app"), ("REDIS", "cache:6379"), ("TOKENS_FILE", "/etc/passwd"),
+                        ("BASE_URL", "http://elsewhere.example"), ("INDEX_PATH", "/x"), ("MODEL_TIMEOUT_S", "1")]:
+        monkeypatch.setenv(name, value)
+    server = DeployedServerSettings.load()
+    assert (server.database, server.redis, server.tokens_file) == (None, None, None)
+    ctx = EvidentContext.from_env()
+    assert (ctx.base_url, ctx.index_path, ctx.model_timeout_s) == (None, None, EvidentContext().model_timeout_s)
 
 
 def test_a_bad_environment_value_names_its_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
