@@ -13,6 +13,7 @@ from evident.alignment.aligner import QUOTE_JOINER
 from evident.alignment.models import AlignmentDecision
 from evident.alignment.sentences import Kind, is_noise, split_units, strip_marker
 from evident.offline.terms import content_keys
+from evident.offline.windows import names_a_thing
 
 __all__ = ["QuotedSentence", "quoted_sentences"]
 
@@ -84,9 +85,7 @@ def _is_title(text: str) -> bool:
 def _is_term(heading: str) -> bool:
     """A heading that names a thing (as `evident.offline.windows.is_term` reads it) and does not read as
     a section title: "--no-include-untracked", "gc.auto", not "Eligibility"."""
-    text = heading.lstrip("#").strip()
-    parts = text.split(",")
-    return all(p.strip() and len(p.split()) == 1 for p in parts) and not _is_title(text)
+    return names_a_thing(heading) and not _is_title(heading.lstrip("#").strip())
 
 
 def _units(part: str) -> list[tuple[str, Kind]]:

@@ -133,10 +133,12 @@ def is_term(unit: Unit, text: str) -> bool:
     comma-separated parts is one word ("gc.pruneExpire", "-u, --include-untracked", "--timeout=<n>").
     HTML indexing writes a definition's term (`dt`) so; a title ("Submitting expenses", "9. Payment")
     has spaces in it."""
-    if unit.kind != "heading":
-        return False
-    parts = text[unit.start : unit.end].lstrip("#").split(",")
-    return all(p.strip() and len(p.split()) == 1 for p in parts)
+    return unit.kind == "heading" and names_a_thing(text[unit.start : unit.end])
+
+
+def names_a_thing(heading: str) -> bool:
+    """Each comma-separated part of the heading's text (its "#" markers aside) is one word."""
+    return all(p.strip() and len(p.split()) == 1 for p in heading.lstrip("#").split(","))
 
 
 def table_header(units: Sequence[Unit], first: int, used: set[int], rows: int) -> int:
