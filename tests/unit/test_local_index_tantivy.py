@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from evident.connectors.index.embedded import LocalIndex
-from evident.connectors.index.fts_query import IDF_FLOOR
 from evident.connectors.index.ranking import TantivyMirror
-from evident.connectors.index.visible_ranking import idf_ratio
+from evident.connectors.index.visible_ranking import IDF_FLOOR, idf_ratio
 from tests.support.index import build
 
 
@@ -163,7 +162,7 @@ def test_hostile_queries_never_raise(built: Path, query: str) -> None:
         assert isinstance(index.search(query + " vacation"), list)
 
 
-# A word most pages hold still counts (`fts_query.IDF_FLOOR`). "benefits" is in 5 of the 6 pages,
+# A word most pages hold still counts (`visible_ranking.IDF_FLOOR`). "benefits" is in 5 of the 6 pages,
 # "planner" in 2, and the words never stand together, so that no phrase clause (rule 29) separates
 # the two planner pages: only the weight of "benefits" does, against the shorter page's better score
 # for "planner".
