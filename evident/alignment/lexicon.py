@@ -105,9 +105,11 @@ def term_weight(term: str) -> float:
     return 0.3 if term in FILLER else 1.0
 
 
-# Words that carry no content of their own: left out of the content words a sentence is compared by.
+# Words that carry no content of their own: left out of the content words a sentence is compared by. Not
+# STOPWORDS, which leave out what never names a question's topic: "before" or "after", "all" or "only", "can"
+# or "should" change what a sentence states, so the support check compares them.
 FUNCTION_WORDS = frozenset(
-    """a an the this that these those it its it's they them their theirs there here
+    """a an the this that these those it its they them their theirs there here
     i me my we us our ours you your yours he him his she her hers one
     is are was were be been being am do does did done have has had having
     of in on at by for from to into onto with as than then so such

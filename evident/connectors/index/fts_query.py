@@ -18,9 +18,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from evident.connectors.index.visible_ranking import TIE_MARGIN
 from evident.conversation.asking import search_terms
-
-_TIE_MARGIN = 64  # extra ranked rows read so that ties at the k-th place are usually resolved in one go
 
 
 def fts_match_expression(text: str) -> str | None:
@@ -65,8 +64,8 @@ def fts_search(
     # every matching document's text through the sort, which doubles the time on large indexes.
     ranked_sql = f"SELECT rowid, {score} AS score FROM documents_fts WHERE documents_fts MATCH ?{seen}" \
         " ORDER BY score DESC LIMIT ?"
-    ranked = conn.execute(ranked_sql, (expression, *tokens, k + _TIE_MARGIN)).fetchall()
-    if len(ranked) == k + _TIE_MARGIN and ranked[k - 1][1] == ranked[-1][1]:
+    ranked = conn.execute(ranked_sql, (expression, *tokens, k + TIE_MARGIN)).fetchall()
+    if len(ranked) == k + TIE_MARGIN and ranked[k - 1][1] == ranked[-1][1]:
         # Rows tied with the k-th may lie beyond what was fetched; the order (score, then URL)
         # needs the URLs of all of them.
         by_url = f"""

@@ -129,8 +129,8 @@ def tantivy_errors(directory: Path) -> Iterator[None]:
 
 def _analyzer(*, bounded: bool = True) -> Any:
     # Close to the FTS5 tokenizer it replaces ("porter unicode61 remove_diacritics 2"): unicode
-    # word splitting, case folding, diacritics folded, English (Porter) stemming. Words are `\w+`
-    # as in the lexicon's words, marks included: the simple tokenizer would cut Devanagari words at vowel signs.
+    # word splitting, case folding, diacritics folded, English (Snowball) stemming. Words are `\w+` as
+    # in the lexicon's words, marks included: the simple tokenizer would cut Devanagari words at vowel signs.
     builder = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_WORD))
     if bounded:
         builder = builder.filter(tantivy.Filter.remove_long(_MAX_TOKEN_LENGTH + 1))
