@@ -1,9 +1,12 @@
 """Words and their matching keys, shared by the offline engine, the conversation rules and the support check.
 
-`words` is the plain word tokenizer (the same tokens as alignment's, without offsets) and `stem` the
-stemmer of every word comparison EvidenT makes itself: the offline engine, the conversation rules, the
-support check and the index's title keys go through these two. The index's search engines rank with
-their own stemmers (Tantivy's English stemmer; FTS5's porter tokenizer in the fallback).
+`words` is the plain word tokenizer (the same tokens as alignment's, without offsets), `STOPWORDS` the one
+stop-word list and `stem` the stemmer of every word comparison EvidenT makes itself: the offline engine, the
+conversation rules, the asking part of a message, the support check and the index's title keys go through
+them, and every search engine is given the words of `words` without `SEARCH_STOPWORDS` (part of the list;
+`asking.search_terms`). The engines stem those words with the analyzer their index was built with (Tantivy's
+English stemmer, FTS5's porter tokenizer in its fallback, PostgreSQL's text search configuration), since a
+query token must be one the index holds (docs/sources.md, "Words and scores").
 """
 
 from __future__ import annotations
@@ -12,23 +15,31 @@ from functools import lru_cache
 
 from evident.alignment.tokenize import words
 
-__all__ = ["FILLER", "STOPWORDS", "content_terms", "stem", "term_weight", "words"]
+__all__ = ["FILLER", "SEARCH_STOPWORDS", "STOPWORDS", "content_terms", "stem", "term_weight", "words"]
 
 # Deliberately small: question words and function words carry no evidence, but domain words
-# such as "limit" or "policy" must survive.
-STOPWORDS: frozenset[str] = frozenset(
-    """a about above after again all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has
-    have having he her here hers him his how i if in into is it its itself just me more most my no
-    nor not of off on once only or other our ours out over own same she should so some such than
-    that the their theirs them then there these they this those through to too under until up very
-    was we were what when where which while who whom why will with would you your yours
-    tell please know need want get got much many us let""".split()
+# such as "limit" or "policy" must survive. Two groups, one list: the glue of a sentence, which a search
+# leaves out too (`SEARCH_STOPWORDS`), and the words a question asks with or that say how much, when or
+# whether ("need", "many", "after", "not", "only"), which a search still gives, lightly
+# (`asking.weighted_terms`): a page saying "too many records" or "only apply to my own clone" in those
+# words may be the page asked about. Searched or not, they never name a question's topic, so every
+# comparison EvidenT makes leaves out the whole list (`STOPWORDS`). Leaving both groups out of searches
+# measured worse on the example questions (docs/sources.md, "Words and scores").
+SEARCH_STOPWORDS: frozenset[str] = frozenset(
+    """a an and are as at be been being but by can could did do does doing for from had has have having
+    he her hers him his how i if in into is it its itself me my of on or our ours she so than that the
+    their theirs them then there these they this those to too us was we were what when where which
+    while who whom why will with would you your yours""".split()
+)
+STOPWORDS: frozenset[str] = SEARCH_STOPWORDS | frozenset(
+    """about above after again all am any because before below between both down during each few
+    further here just more most no nor not off once only other out over own same should some such
+    through under until up very tell please know need want get got much many let""".split()
 )
 
 
 def content_terms(text: str) -> list[str]:
-    """Distinct query terms worth searching for, in first-seen order."""
+    """Distinct content words of `text` (no stopword, no single letter but a digit), in first-seen order."""
     seen: dict[str, None] = {}
     for w in words(text):
         if w not in STOPWORDS and (len(w) > 1 or w.isdigit()):
@@ -94,9 +105,11 @@ def term_weight(term: str) -> float:
     return 0.3 if term in FILLER else 1.0
 
 
-# Words that carry no content of their own: left out of the content words a sentence is compared by.
+# Words that carry no content of their own: left out of the content words a sentence is compared by. Not
+# STOPWORDS, which leave out what never names a question's topic: "before" or "after", "all" or "only", "can"
+# or "should" change what a sentence states, so the support check compares them.
 FUNCTION_WORDS = frozenset(
-    """a an the this that these those it its it's they them their theirs there here
+    """a an the this that these those it its they them their theirs there here
     i me my we us our ours you your yours he him his she her hers one
     is are was were be been being am do does did done have has had having
     of in on at by for from to into onto with as than then so such

@@ -4,8 +4,8 @@ People write "Hello. I just moved to New York and registered my car. I need help
 rules": a greeting, a scenario, then what they ask. Greetings and the phrases around a request
 ("I was wondering", "could you help me") name nothing a document says; the asking part names what
 the answer must say; the scenario helps choose between pages but must not outweigh the question.
-Retrieval (`evident.connectors.index.fts_query`) and the offline engine (`evident.offline.terms`)
-weigh a message's words by it. Framework-free.
+Retrieval (`weighted_terms`: the words every search engine is given, see docs/sources.md, "Words and
+scores") and the offline engine (`evident.offline.terms`) weigh a message's words by it. Framework-free.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from evident.alignment.lexicon import STOPWORDS, words
+from evident.alignment.lexicon import SEARCH_STOPWORDS, STOPWORDS, words
 
-__all__ = ["CARRIED_WEIGHT", "CHAT", "MIN_ASKING_WORDS", "SCENARIO_WEIGHT", "carried_part", "message_parts",
-           "message_words"]
+__all__ = ["CARRIED_WEIGHT", "CHAT", "MAX_TERMS", "MIN_ASKING_WORDS", "SCENARIO_WEIGHT", "carried_part",
+           "message_parts", "message_words", "search_terms", "weighted_terms"]
 
 # Words of greetings, thanks and requests: never evidence, so they weigh nothing in retrieval or
 # matching (a rare one like "regarding" would otherwise outrank the topic words).
@@ -156,3 +156,30 @@ def message_words(query: str) -> dict[str, float]:
             value = 0.0 if chat or (len(w) == 1 and not w.isdigit()) else weight
             out[w] = max(out.get(w, 0.0), value)
     return out
+
+
+MAX_TERMS = 64  # enough for any real question; keeps a pasted 100 KB document fast to search
+MAX_TERM_LENGTH = 64  # longer "words" are hashes, base64 or junk, and cannot match usefully
+# A searched word the message analysis does not weigh (a stopword outside SEARCH_STOPWORDS: "not", "after",
+# "many"): it still counts, but less than the topic words of the question.
+UNWEIGHED = 0.3
+
+
+def search_terms(text: str) -> list[str]:
+    """The distinct words of `text` a search is given, in order of first appearance: the lexicon's words
+    (`lexicon.words`) without SEARCH_STOPWORDS, at most MAX_TERMS, none longer than MAX_TERM_LENGTH. Each engine
+    stems them with its own analyzer, the one its index was built with (docs/sources.md, "Words and scores")."""
+    terms = [t for t in dict.fromkeys(words(text)) if t not in SEARCH_STOPWORDS and len(t) <= MAX_TERM_LENGTH]
+    return terms[:MAX_TERMS]
+
+
+def weighted_terms(text: str) -> tuple[list[str], dict[str, float]]:
+    """`search_terms(text)` without the words of greetings and requests, each with its weight from the message
+    analysis (`message_words`). A message of nothing but such words keeps all its terms at weight 1."""
+    terms = search_terms(text)
+    message = message_words(text)
+    weights = {t: message.get(t, 0.0 if t in CHAT or (len(t) == 1 and not t.isdigit()) else UNWEIGHED) for t in terms}
+    kept = [t for t in terms if weights[t] > 0]
+    if not kept:
+        return terms, {t: 1.0 for t in terms}
+    return kept, weights

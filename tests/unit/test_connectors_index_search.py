@@ -7,13 +7,13 @@ import json
 import pytest
 
 from evident.connectors.index.embedded import LocalIndex
-from evident.connectors.index.fts_query import query_terms
 from evident.connectors.index.visible_ranking import TIE_MARGIN
+from evident.conversation.asking import search_terms
 
 
 def reference(index: LocalIndex, query: str, k: int) -> list[tuple[str, float]]:
     # Every match (the limit exceeds the corpus), then the contract's order: score, then URL.
-    everything = index.mirror.top(query_terms(query), 10_000) if query_terms(query) else []
+    everything = index.mirror.top(search_terms(query), 10_000) if search_terms(query) else []
     return sorted(everything, key=lambda hit: (-hit[1], hit[0]))[:k]
 
 

@@ -7,13 +7,15 @@ import math
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from evident.connectors.index import embedded
 from evident.connectors.index.embedded import LocalIndex
-from evident.connectors.index.fts_query import IDF_FLOOR
 from evident.connectors.index.ranking import TantivyMirror
-from evident.connectors.index.visible_ranking import idf_ratio
+from evident.connectors.index.visible_ranking import IDF_FLOOR, idf_ratio
+from evident.connectors.visibility import ANONYMOUS_TOKENS, AUTHENTICATED
 from tests.support.index import build
 
 
@@ -52,6 +54,28 @@ def test_search_is_served_by_tantivy(built: Path) -> None:
         assert index.mirror_generation is not None  # in sync: no FTS5 fallback
         assert urls(index, "vacation days")[0] == "https://w/vacation"
         assert all(score > 0 for _, score in index.search("vacation days"))
+
+
+def test_fts5_is_searched_only_while_the_mirror_cannot_be_trusted(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The FTS5 search is the fallback of a directory that is missing, stale or damaged, and nothing else.
+    calls: list[str] = []
+    searched = embedded.fts_search
+
+    def counted(conn: sqlite3.Connection, text: str, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
+        calls.append(text)
+        return searched(conn, text, *args, **kwargs)
+
+    monkeypatch.setattr(embedded, "fts_search", counted)
+    with LocalIndex(built, read_only=True) as index:
+        assert urls(index, "vacation days")[0] == "https://w/vacation"
+        signed_in = [*ANONYMOUS_TOKENS, AUTHENTICATED, "user:ann"]
+        assert [doc.url for doc, _ in index.search("VPN client", visible=signed_in)] == ["https://w/laptops"]
+    assert calls == []
+    shutil.rmtree(mirror_dir(built))
+    with LocalIndex(built, read_only=True) as index:  # read-only: not rebuilt, so FTS5 answers
+        assert index.mirror_generation is None
+        assert urls(index, "vacation days")[0] == "https://w/vacation"
+    assert calls == ["vacation days"]
 
 
 def test_persists_across_reopen_without_rebuild(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -163,7 +187,7 @@ def test_hostile_queries_never_raise(built: Path, query: str) -> None:
         assert isinstance(index.search(query + " vacation"), list)
 
 
-# A word most pages hold still counts (`fts_query.IDF_FLOOR`). "benefits" is in 5 of the 6 pages,
+# A word most pages hold still counts (`visible_ranking.IDF_FLOOR`). "benefits" is in 5 of the 6 pages,
 # "planner" in 2, and the words never stand together, so that no phrase clause (rule 29) separates
 # the two planner pages: only the weight of "benefits" does, against the shorter page's better score
 # for "planner".

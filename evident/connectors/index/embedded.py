@@ -6,7 +6,7 @@ corpus costs one `stat` per file. Every change is mirrored into a Tantivy index 
 (`<index>.tantivy/`, kept consistent by `mirrored.MirroredStore`), whose top-k BM25 (block-max WAND)
 stays fast where FTS5, which scores every match, does not. BM25 is what a lexical verifier downstream
 wants anyway: documents that share the question's words. The FTS5 table is kept as the fallback
-while the Tantivy directory is stale.
+while the Tantivy directory cannot be trusted (missing, stale or damaged: `fts_query`).
 
 A refresh of a set of corpus paths is one transaction, so a failure (a vanished path, a broken JSONL
 line, a URL claimed by two files, no documents at all) leaves the previous index as it was;
@@ -35,7 +35,7 @@ from evident.alignment.models import SourceDocument
 from evident.connectors.hybrid import Candidate, hybrid_ranking
 from evident.connectors.index.corpus import url_conflict
 from evident.connectors.index.excluded import page_copies
-from evident.connectors.index.fts_query import fts_search, weighted_terms
+from evident.connectors.index.fts_query import fts_search
 from evident.connectors.index.loaders import (
     DEFAULT_LIMITS,
     CorpusError,
@@ -69,6 +69,7 @@ from evident.connectors.index.vectors import (
 from evident.connectors.index.visible_ranking import CANDIDATE_POOL
 from evident.connectors.revisions import REVISION
 from evident.connectors.visibility import document_tokens
+from evident.conversation.asking import weighted_terms
 from evident.embeddings.meaning import QueryMeaning, without_meaning
 from evident.settings import index_dir
 

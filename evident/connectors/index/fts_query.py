@@ -1,4 +1,10 @@
-"""Turn arbitrary user text into a safe SQLite FTS5 MATCH expression.
+"""The FTS5 fallback of the embedded index: its search while the Tantivy directory cannot be trusted.
+
+`fts_search` is reached from one place only, `LocalIndex._lexical`, when `MirroredStore._mirror_hits` has no
+Tantivy answer: the directory is missing, stale (another process committed SQLite and not yet its mirror,
+or an index opened read-only before a writable open rebuilt it) or damaged and not rebuilt (docs/sources.md,
+"Words and scores"). It searches the same words as every engine (`asking.search_terms`); FTS5 stems them
+with its porter tokenizer, the one its table was built with.
 
 User questions contain FTS5 syntax by accident ("AND", "NEAR", quotes, `*`, `:`, parentheses);
 passed through, they either raise a syntax error or silently change the meaning. Every word is
@@ -12,78 +18,16 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from evident.alignment.tokenize import bmp_word_pattern
-from evident.conversation.asking import CHAT, message_words
-
-MAX_TERMS = 64  # enough for any real question; keeps a pasted 100 KB document fast to search
-_TIE_MARGIN = 64  # extra ranked rows read so that ties at the k-th place are usually resolved in one go
-MAX_TERM_LENGTH = 64  # longer "words" are hashes, base64 or junk, and cannot match usefully
-
-# Deliberately small: BM25 already discounts common words, this only keeps a question's glue words
-# from matching every document. Negations and question words that carry meaning are not here.
-STOPWORDS = frozenset(
-    """
-    a an and are as at be been being but by can could did do does doing for from had has have having
-    he her hers him his how i if in into is it its itself me my of on or our ours she so than that the
-    their theirs them then there these they this those to too us was we were what when where which
-    while who whom why will with would you your yours
-    """.split()
-)
-
-
-def query_terms(text: str) -> list[str]:
-    """Distinct, case-folded content words of `text`, in order of first appearance."""
-    terms: list[str] = []
-    seen: set[str] = set()
-    # Words as the aligner reads them: Python's \w plus combining marks, which \w alone lacks and
-    # which would cut Devanagari or Thai words at every vowel sign. The index's tokenizers (FTS5
-    # unicode61, Tantivy's `\w+`) keep marks inside words too; where they still differ, a mismatch
-    # only loosens the match, never breaks the query.
-    for match in bmp_word_pattern().finditer(text):
-        term = match.group().casefold()
-        if term in seen or term in STOPWORDS or len(term) > MAX_TERM_LENGTH:
-            continue
-        seen.add(term)
-        terms.append(term)
-        if len(terms) >= MAX_TERMS:
-            break
-    return terms
-
-
-# The least a searched word's IDF weighs in the Tantivy search (`ranking.TantivyMirror`). FTS5's
-# ln(x) reaches 0 at half the documents (floored at 1e-6), so in a corpus about one thing its own
-# words ("benefits" in 174 of doc2dial's 273 pages, "disability" in 135) counted for nothing: "What
-# will the benefits planner used for?" was a search for "planner" alone, and the page holding every
-# word of it ranked below the top 50. Floored, such a word still separates the pages that hold it
-# from those that do not (docs/evaluation.md, rule 53; swept 0.02 to 0.5: retrieval gains up to 0.3,
-# but from 0.1 on an example question's unanswerable abstention is lost, "employee" in 17 of 35
-# pages then counting).
-IDF_FLOOR = 0.08
-
-# A searchable word the message analysis does not weigh (a negation, "after", "all"): it still
-# counts, but less than the topic words of the question.
-UNWEIGHED = 0.3
-
-
-def weighted_terms(text: str) -> tuple[list[str], dict[str, float]]:
-    """`query_terms(text)` without the words of greetings and requests, each with its weight from
-    the message analysis (the asking part above the scenario, see `evident.conversation.asking.message_words`).
-    A message of nothing but such words keeps all its terms at weight 1."""
-    terms = query_terms(text)
-    message = message_words(text)
-    weights = {t: message.get(t, 0.0 if t in CHAT or (len(t) == 1 and not t.isdigit()) else UNWEIGHED) for t in terms}
-    kept = [t for t in terms if weights[t] > 0]
-    if not kept:
-        return terms, {t: 1.0 for t in terms}
-    return kept, weights
+from evident.connectors.index.visible_ranking import TIE_MARGIN
+from evident.conversation.asking import search_terms
 
 
 def fts_match_expression(text: str) -> str | None:
     """An FTS5 MATCH expression for `text`, or None when it has no searchable word."""
-    terms = query_terms(text)
+    terms = search_terms(text)
     if not terms:
         return None
-    # \w never matches '"', so quoting needs no escaping.
+    # A word is word characters only, never '"', so quoting needs no escaping.
     return " OR ".join(f'"{term}"' for term in terms)
 
 
@@ -120,8 +64,8 @@ def fts_search(
     # every matching document's text through the sort, which doubles the time on large indexes.
     ranked_sql = f"SELECT rowid, {score} AS score FROM documents_fts WHERE documents_fts MATCH ?{seen}" \
         " ORDER BY score DESC LIMIT ?"
-    ranked = conn.execute(ranked_sql, (expression, *tokens, k + _TIE_MARGIN)).fetchall()
-    if len(ranked) == k + _TIE_MARGIN and ranked[k - 1][1] == ranked[-1][1]:
+    ranked = conn.execute(ranked_sql, (expression, *tokens, k + TIE_MARGIN)).fetchall()
+    if len(ranked) == k + TIE_MARGIN and ranked[k - 1][1] == ranked[-1][1]:
         # Rows tied with the k-th may lie beyond what was fetched; the order (score, then URL)
         # needs the URLs of all of them.
         by_url = f"""

@@ -27,8 +27,7 @@ from typing import Any
 
 import tantivy
 
-from evident.alignment.lexicon import content_terms, stem
-from evident.connectors.index.fts_query import STOPWORDS
+from evident.alignment.lexicon import SEARCH_STOPWORDS, content_terms, stem
 from evident.connectors.index.spelling import REPAIR_WEIGHT, REPAIRS_PER_QUERY, repair
 from evident.connectors.index.visible_ranking import (
     CANDIDATE_POOL,
@@ -41,7 +40,7 @@ from evident.connectors.index.visible_ranking import (
     UnreadableStatistics,
 )
 from evident.connectors.visibility import ANONYMOUS_TOKENS
-from evident.conversation.asking import CHAT
+from evident.conversation.asking import CHAT, MAX_TERM_LENGTH
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +53,10 @@ _MARKER = "evident-sync.json"
 _ANALYZER = "evident_en"
 _WRITER_HEAP = 128_000_000
 _WRITER_WAIT_S = 10.0  # another process commits its own mirror right after its SQLite write
-_MAX_TOKEN_LENGTH = 64  # as fts_query.MAX_TERM_LENGTH: longer tokens are junk
+_MAX_TOKEN_LENGTH = MAX_TERM_LENGTH  # longer tokens are junk
 _WORD = r"\w+"
 # Proximity: each two consecutive search terms of the query (stopwords, greetings and repeats left
-# out, see fts_query.weighted_terms) also count as a phrase, in that order and at most PHRASE_SLOP
+# out, see asking.weighted_terms) also count as a phrase, in that order and at most PHRASE_SLOP
 # words apart in the document ("apply retirement" matches "apply for retirement", not "retirement:
 # apply"), weighted PHRASE_BOOST x the lighter word's weight. A page saying the question's words
 # together is about them; one that has them scattered mostly is not. Measured on the development
@@ -130,8 +129,8 @@ def tantivy_errors(directory: Path) -> Iterator[None]:
 
 def _analyzer(*, bounded: bool = True) -> Any:
     # Close to the FTS5 tokenizer it replaces ("porter unicode61 remove_diacritics 2"): unicode
-    # word splitting, case folding, diacritics folded, English (Porter) stemming. Words are `\w+`
-    # as in fts_query, marks included: the simple tokenizer would cut Devanagari words at vowel signs.
+    # word splitting, case folding, diacritics folded, English (Snowball) stemming. Words are `\w+` as
+    # in the lexicon's words, marks included: the simple tokenizer would cut Devanagari words at vowel signs.
     builder = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_WORD))
     if bounded:
         builder = builder.filter(tantivy.Filter.remove_long(_MAX_TOKEN_LENGTH + 1))
@@ -359,7 +358,7 @@ class TantivyMirror:
             query = tantivy.Query.term_query(self.schema, "text", token)
             # Tantivy's IDF is ln(1 + x), FTS5's ln(x), x = (N - n + 0.5) / (n + 0.5): boosting by the ratio
             # gives FTS5's weights (better on the example questions than Tantivy's own), floored at
-            # fts_query.IDF_FLOOR, since FTS5 all but ignores words in half the documents or more (rule 53).
+            # visible_ranking.IDF_FLOOR, since FTS5 all but ignores words in half the documents or more (rule 53).
             # N and n are the visible documents' (`CallerCounts`), Tantivy's own IDF is divided out.
             boost = counts.idf_boost([token], fts=True) * weight
             clauses.append(Clause((token,), weight, counts.visible_idf([token], fts=True), boost, query))
@@ -387,7 +386,7 @@ class TantivyMirror:
         """The tokens of stopwords and greeting words: a repair landing on one ("whant" -> "what",
         "want") would search a word the query analysis deliberately left out."""
         if self._chat_tokens is None:
-            words = STOPWORDS | CHAT
+            words = SEARCH_STOPWORDS | CHAT
             self._chat_tokens = frozenset(token for word in words for token in self._analyzer.analyze(word))
         return self._chat_tokens
 

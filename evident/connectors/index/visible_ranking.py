@@ -25,11 +25,17 @@ from typing import Any
 
 import tantivy
 
-from evident.connectors.index.fts_query import IDF_FLOOR
-
 # Tantivy's BM25 parameters (its `Bm25Weight`), which the exact rescoring uses with the caller's statistics.
 K1 = 1.2
 B = 0.75
+# The least a searched word's IDF weighs (`idf_ratio`). FTS5's ln(x), which the ranking follows, reaches 0 at
+# half the documents (FTS5 floors it at 1e-6), so in a corpus about one thing its own words ("benefits" in 174
+# of doc2dial's 273 pages, "disability" in 135) counted for nothing: "What will the benefits planner used
+# for?" was a search for "planner" alone, and the page holding every word of it ranked below the top 50.
+# Floored, such a word still separates the pages that hold it from those that do not (docs/evaluation.md,
+# rule 53; swept 0.02 to 0.5: retrieval gains up to 0.3, but from 0.1 on an example question's unanswerable
+# abstention is lost, "employee" in 17 of 35 pages then counting).
+IDF_FLOOR = 0.08
 # What a document that was not rescored can score is bounded from its float32 candidate score; this relative
 # slack covers that score's rounding (a float32 sum of ~100 clauses errs by < 1e-5).
 BOUND_SLACK = 1e-4

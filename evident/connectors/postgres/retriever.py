@@ -21,7 +21,6 @@ from pydantic import ConfigDict, PrivateAttr
 from evident.connectors.hybrid import Candidate, hybrid_ranking
 from evident.connectors.in_search import SearchesVisible
 from evident.connectors.index.embedded import HYBRID_DEPTH
-from evident.connectors.index.fts_query import weighted_terms
 from evident.connectors.index.ranking import TITLE_FIRST_DEPTH, title_first
 from evident.connectors.index.vectors import vectors_key
 from evident.connectors.postgres.connections import Connections
@@ -41,6 +40,7 @@ from evident.connectors.postgres.search import (
     stored_windows,
 )
 from evident.connectors.source import RanksByMeaning, StoresVectors
+from evident.conversation.asking import weighted_terms
 from evident.embeddings.meaning import QueryMeaning, Window
 from evident.embeddings.windows import document_windows
 from evident.models import SourceDocument

@@ -1,6 +1,6 @@
 """The full-text search of a PostgreSQL source: the caller's best documents by weighted rank.
 
-A question is its content words (`fts_query.weighted_terms`, as the embedded index reads it: greetings
+A question is its content words (`asking.weighted_terms`, as the embedded index reads it: greetings
 and request phrases left out, the asking part weighted above the scenario). Each word goes through
 `websearch_to_tsquery`, which stems it and drops stop words; a document matches when it holds any of
 them (the words joined by `or`: a question's words are never all in one page), and scores
@@ -48,8 +48,8 @@ from numpy.typing import NDArray
 from psycopg import sql
 
 from evident.alignment.models import SourceDocument
-from evident.connectors.index.fts_query import weighted_terms
 from evident.connectors.postgres.schema import SAMPLE_KEY, SAMPLE_KEYS, table
+from evident.conversation.asking import weighted_terms
 from evident.embeddings.meaning import Window, without_meaning
 
 # ts_rank's weights, in its order {D, C, B, A}: body, (unused), headings, title. PostgreSQL's default

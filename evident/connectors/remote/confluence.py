@@ -25,11 +25,11 @@ from langchain_core.documents import Document
 from pydantic import Field, SecretStr
 
 from evident.connectors.acl import is_anonymous
-from evident.connectors.index.fts_query import query_terms
 from evident.connectors.remote.base import RemoteRetriever
 from evident.connectors.remote.confluence_storage import storage_to_text
 from evident.connectors.remote.http import Flow, host, json_body, one_line
 from evident.connectors.source import AccessReport, SourceFailure
+from evident.conversation.asking import search_terms
 from evident.models import Principal
 
 EXPAND = "body.storage,space,version,restrictions.read.restrictions.user,restrictions.read.restrictions.group"
@@ -39,7 +39,7 @@ MAX_TERMS = 16  # CQL text queries get slow and error-prone beyond a handful of 
 
 def cql_for(query: str, *, spaces: list[str], content_types: list[str], extra: str = "") -> str | None:
     """The CQL of a free-text query: words only (CQL and Lucene syntax in them would be injection)."""
-    terms = query_terms(query)[:MAX_TERMS]
+    terms = search_terms(query)[:MAX_TERMS]
     if not terms:
         return None
     clauses = [f'text ~ "{" ".join(terms)}"']

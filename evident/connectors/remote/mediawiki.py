@@ -31,11 +31,11 @@ from evident.citations.recheck import REVISION
 from evident.connectors.acl import coerce_principal, is_anonymous
 from evident.connectors.base import to_source_document
 from evident.connectors.index.doc_ids import DocumentIdError, validate_document_id
-from evident.connectors.index.fts_query import query_terms
 from evident.connectors.index.html_text import parse_html
 from evident.connectors.remote.base import RemoteRetriever
 from evident.connectors.remote.http import Flow, host, json_body, one_line, run_flow
 from evident.connectors.source import AccessReport, SourceFailure
+from evident.conversation.asking import search_terms
 from evident.models import Principal
 
 logger = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class MediaWikiRetriever(RemoteRetriever):
     # -- the search ----------------------------------------------------------------------------
 
     def _flow(self, query: str, principal: Principal | None, report: AccessReport) -> Flow[list[Document]]:
-        terms = " ".join(query_terms(query))[:MAX_SEARCH_CHARS].strip()
+        terms = " ".join(search_terms(query))[:MAX_SEARCH_CHARS].strip()
         if not terms:
             return []
         if self.username and not self._logged_in():
