@@ -14,6 +14,7 @@ from typing import TypedDict, Unpack
 
 from evident.alignment.models import Passage, SourceDocument
 from evident.offline.answerability import DEFAULT_GATE, AnswerGate, Evidence
+from evident.offline.terms import QUANTITY
 from evident.offline.units import COPY_MIN_WORDS, Unit
 from evident.offline.windows import candidate_windows
 from evident.settings import DEFAULT_OFFLINE, OfflineSettings
@@ -121,7 +122,7 @@ def extract_evidence(
         if w is not best and (
             w.score < secondary_score_ratio * windows[0].score
             # One shared word ("team") is a coincidence; the first window already answers it.
-            or w.matched < min(2, len(scorer.weights))
+            or w.matched < min(2, len(scorer.weights.keys() - {QUANTITY}))
         ):
             continue
         if per_doc.get(w.doc, 0) >= max_per_document:

@@ -7,7 +7,9 @@ import math
 from collections.abc import Sequence
 
 from evident.alignment.models import SourceDocument
-from evident.offline.terms import ENTITY_WEIGHT, entity_keys, pairs, query_terms, scenario_keys, unit_terms
+from evident.offline.terms import (
+    ENTITY_WEIGHT, entity_keys, matched, pairs, query_terms, scenario_keys, unit_terms,
+)
 from evident.offline.units import Doc, Unit
 from evident.settings import DEFAULT_OFFLINE, OfflineSettings
 
@@ -76,7 +78,7 @@ class Scorer:
         return self.names & self.doc_terms[doc]
 
     def matched(self, terms: frozenset[str]) -> float:
-        return sum(w for t, w in self.weights.items() if t in terms)
+        return matched(self.weights, terms)
 
     def raw(self, terms: frozenset[str], unit_pairs: frozenset[tuple[str, str]]) -> float:
         bonus = sum(self.settings.pair_bonus * (self.weights[a] + self.weights[b]) for a, b in self.pairs & unit_pairs)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from evident.conversation.asking import carried_part
 from evident.conversation.said import said_before
 from evident.offline.quotes import QuotedSentence
-from evident.offline.terms import CONTINUATIONS, content_keys, query_weights, unit_terms
+from evident.offline.terms import CONTINUATIONS, QUANTITY, content_keys, matched, query_weights, unit_terms
 from evident.settings import DEFAULT_OFFLINE, OfflineSettings
 
 __all__ = ["kept_orders", "select_sentences"]
@@ -97,10 +97,10 @@ def _named_rows(sentences: list[QuotedSentence], query: str) -> list[QuotedSente
     stops") with the question. A row is named when every word of its first cell is in the question;
     the other rows of a passage (one table window) go only when one of its rows is named. A first cell
     of one- or two-digit numbers is a row number ("the 3 steps" names no step), not a name."""
-    asked = set(unit_terms(query))
+    asked = set(unit_terms(query)) - {QUANTITY}
 
     def named(s: QuotedSentence) -> bool | None:
-        keys = set(unit_terms(s.key)) if s.key is not None else set()
+        keys = set(unit_terms(s.key)) - {QUANTITY} if s.key is not None else set()
         if not keys or all(k.isdigit() and len(k) < 3 for k in keys):
             return None
         return keys <= asked
@@ -161,7 +161,7 @@ def select_sentences(
     own_terms = set(query_weights(own_text)) if carried else set()
     for s in sentences:
         present = set(unit_terms(s.text))
-        s.relevance = sum(w for t, w in weights.items() if t in present)
+        s.relevance = matched(weights, present)
         s.own = not own_terms or bool(own_terms & present)
     own = {s.order for s in sentences if s.relevance > 0}
     for s in sentences:

@@ -10,7 +10,7 @@ from evident.alignment.lexicon import STOPWORDS, stem, term_weight, words
 from evident.alignment.tokenize import tokenize
 from evident.conversation.asking import message_parts, message_words
 
-__all__ = ["CONTINUATIONS", "unit_terms", "pairs", "content_keys", "query_terms", "entity_keys", "query_weights",
+__all__ = ["CONTINUATIONS", "QUANTITY", "matched", "unit_terms", "pairs", "content_keys", "query_terms", "entity_keys", "query_weights",
            "coverage", "scenario_keys"]
 
 # Sentences opening with these lean on the previous one: they are quoted and shown with it.
@@ -34,6 +34,22 @@ def _cjk_keys(run: str) -> list[str]:
     return content or grams
 
 
+# The key every number in a text carries beside its own ("60", "three", "2.weeks.ago"'s 2): what a
+# question that asks for a quantity ("How many days ...?", "What size ...?") is answered by. It is the
+# answer's type, not a word, so it never forms a word pair.
+QUANTITY = "#quantity"
+_NUMBER_WORDS = frozenset(
+    """one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty
+    sixty hundred thousand million billion dozen""".split()
+)
+# "How long/many/much ..." and "what/which size/port/..." ask for a quantity.
+_HOW_QUANTITY = frozenset("long many much often soon far old big large".split())
+_MEASURES = frozenset(
+    """size port number amount age length limit percentage percent rate duration period fee cost price
+    time""".split()
+)
+
+
 def _keys(word: str) -> list[str]:
     if _CJK_RUN.search(word):
         out: list[str] = []
@@ -47,6 +63,8 @@ def _keys(word: str) -> list[str]:
         return out
     if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
         return []
+    if word in _NUMBER_WORDS or any(ch.isdigit() for ch in word):
+        return [stem(word), QUANTITY]
     return [stem(word)]
 
 
@@ -59,16 +77,12 @@ def unit_terms(text: str) -> list[str]:
 
 
 def pairs(seq: list[str]) -> list[tuple[str, str]]:
-    return list(pairwise(seq))
+    return list(pairwise(t for t in seq if t != QUANTITY))
 
 
 def content_keys(text: str) -> tuple[str, ...]:
     """All case-folded words: the identity of a sentence across documents, whatever its markup."""
     return tuple(words(text))
-
-
-# "How long/many/often ..." asks for a quantity; the word names the question, rarely the answer.
-_HOW_QUANTITY = frozenset("long many much often soon far".split())
 
 
 def query_terms(query: str) -> list[tuple[str, float]]:
@@ -79,13 +93,19 @@ def query_terms(query: str) -> list[tuple[str, float]]:
     for part, part_weight in message_parts(query):
         prev = ""
         for w in words(part):
+            # "How long/many/often ..." names the question, rarely the answer: the word counts little,
+            # and the answer's type (a number) counts as a term.
+            asks = (prev == "how" and w in _HOW_QUANTITY) or (prev in ("what", "which") and w in _MEASURES)
             prior = 0.3 if prev == "how" and w in _HOW_QUANTITY else term_weight(w)
             prev = w
             weight = prior * part_weight if message.get(w, 1.0) > 0 else 0.0
             if weight <= 0:
                 continue
             for key in _keys(w):
-                out[key] = max(out.get(key, 0.0), weight)
+                if key != QUANTITY:
+                    out[key] = max(out.get(key, 0.0), weight)
+            if asks:
+                out[QUANTITY] = max(out.get(QUANTITY, 0.0), part_weight)
     return list(out.items())
 
 
@@ -95,7 +115,7 @@ def scenario_keys(query: str) -> frozenset[str]:
     asking: set[str] = set()
     scenario: set[str] = set()
     for part, weight in message_parts(query):
-        keys = {k for w in words(part) for k in _keys(w)}
+        keys = {k for w in words(part) for k in _keys(w) if k != QUANTITY}
         (asking if weight >= 1.0 else scenario).update(keys)
     return frozenset(scenario - asking)
 
@@ -115,7 +135,7 @@ def entity_keys(query: str) -> frozenset[str]:
     opening = True
     for key, start, end in zip(toks.tokens, toks.starts, toks.ends, strict=True):
         if not opening and any(ch.isupper() for ch in toks.text[start:end]):
-            out.update(_keys(key))
+            out.update(k for k in _keys(key) if k != QUANTITY)
         # The next token opens a sentence if only sentence punctuation and spaces lie in between.
         tail = toks.text[end : end + 3].lstrip(" \"'”’)")
         opening = tail[:1] in (".", "?", "!", ":")
@@ -128,10 +148,16 @@ def query_weights(query: str) -> dict[str, float]:
     return {t: w * (ENTITY_WEIGHT if t in names else 1.0) for t, w in query_terms(query)}
 
 
+def matched(weights: dict[str, float], present: frozenset[str] | set[str]) -> float:
+    """The weight of the query terms `present` holds. The answer's type (`QUANTITY`) counts only beside
+    a word of the question: "The canteen opens at 8:00." does not answer "How long is parental leave?"."""
+    words_weight = sum(w for t, w in weights.items() if t in present and t != QUANTITY)
+    return words_weight + weights.get(QUANTITY, 0.0) if words_weight > 0 and QUANTITY in present else words_weight
+
+
 def coverage(weights: dict[str, float], text: str) -> float:
     """Share of the query's term weight that `text` contains."""
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    present = set(unit_terms(text))
-    return sum(w for t, w in weights.items() if t in present) / total
+    return matched(weights, set(unit_terms(text))) / total

@@ -12,7 +12,7 @@ from evident.alignment.models import SourceDocument
 from evident.embeddings.meaning import Window, fuse, semantic_windows
 from evident.offline.answerability import Evidence
 from evident.offline.scoring import Scorer, heading_terms, under_heading, window_score
-from evident.offline.terms import CONTINUATIONS
+from evident.offline.terms import CONTINUATIONS, QUANTITY
 from evident.offline.units import Unit, analyse_pages
 from evident.settings import DEFAULT_OFFLINE, OfflineSettings
 
@@ -217,7 +217,7 @@ def window_at(
     named = scorer.names_in(d)
     return CandidateWindow(
         d, first, last, score, scorer.coverage(terms | above, d),
-        sum(1 for t in scorer.weights if t in terms or t in named), last if end is None else end,
+        sum(1 for t in scorer.weights if t != QUANTITY and (t in terms or t in named)), last if end is None else end,
         first if lead is None else lead,
     )
 

@@ -22,7 +22,7 @@ from evident.embeddings.meaning import SEMANTIC_WINDOWS
 from evident.offline.answerability import DEFAULT_GATE, AnswerGate, answerability
 from evident.offline.extractor import address_score, extract_passages, window_evidence
 
-QUESTION = "How long does an old API key keep working after I rotate it?"
+QUESTION = "When does an old API key stop working after I rotate it?"
 # Shares "rotate" and "key" with the question, and says nothing of how long.
 HOW_TO = "To rotate a key, open the settings page."
 # Shares only "after" and "rotation": the answer, in other words.

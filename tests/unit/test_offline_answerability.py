@@ -30,7 +30,8 @@ CONTENT = f"# Time off\n\n{ANNUAL} {EXPIRY}\n\n## Sick leave\n\n{SICK}\n\n## Tra
 
 QUESTION = "How many days of annual leave do I get?"
 # Only "days" of it is on the page: "vacation" and "company" are the page's "annual leave" and "Employees".
-PARAPHRASE = "How many vacation days does the company give?"
+# (Not "How many ...": a number beside "days" would answer that by words, `terms.QUANTITY`.)
+PARAPHRASE = "What vacation days does the company give?"
 ONE_SCENARIO = "We are moving house next month with our two cats and a piano. "
 TWO_SCENARIOS = ONE_SCENARIO + "My partner starts a new job in Porto and our daughter changes school. "
 # Cosines of (ANNUAL, EXPIRY, SICK, TRAVEL, PETS) to each message.
@@ -39,7 +40,7 @@ COSINES = {
     ONE_SCENARIO + QUESTION: (0.542, 0.321, 0.345, 0.143, 0.327),
     TWO_SCENARIOS + QUESTION: (0.556, 0.280, 0.333, 0.148, 0.291),
     "How many weeks of paternity leave do fathers get?": (0.369, 0.236, 0.259, -0.015, 0.113),
-    PARAPHRASE: (0.617, 0.474, 0.408, 0.272, 0.325),
+    PARAPHRASE: (0.582, 0.525, 0.422, 0.289, 0.377),
 }
 
 
