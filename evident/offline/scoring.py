@@ -8,7 +8,13 @@ from collections.abc import Sequence
 
 from evident.alignment.models import SourceDocument
 from evident.offline.terms import (
-    ENTITY_WEIGHT, entity_keys, matched, pairs, query_terms, scenario_keys, unit_terms,
+    ENTITY_WEIGHT,
+    entity_keys,
+    matched,
+    pairs,
+    query_terms,
+    scenario_keys,
+    unit_terms,
 )
 from evident.offline.units import Doc, Unit
 from evident.settings import DEFAULT_OFFLINE, OfflineSettings
