@@ -10,8 +10,10 @@ from evident.alignment.lexicon import STOPWORDS, stem, term_weight, words
 from evident.alignment.tokenize import tokenize
 from evident.conversation.asking import message_parts, message_words
 
-__all__ = ["CONTINUATIONS", "QUANTITY", "matched", "unit_terms", "pairs", "content_keys", "query_terms", "entity_keys", "query_weights",
-           "coverage", "scenario_keys"]
+__all__ = [
+    "CONTINUATIONS", "QUANTITY", "coverage", "content_keys", "entity_keys", "matched", "pairs", "query_terms",
+    "query_weights", "scenario_keys", "unit_terms",
+]
 
 # Sentences opening with these lean on the previous one: they are quoted and shown with it.
 CONTINUATIONS = frozenset(

@@ -474,8 +474,9 @@ def test_a_question_asking_for_a_quantity_is_answered_by_the_sentence_that_gives
     # "The default is 14 days.", which shares only "days" with the question: the number is what was asked.
     content = ("# Build cache\n\nThe cleanup job removes old backups of the build cache when it runs every night, "
                "and it keeps the backups of the build cache that a pipeline still uses.\n\n"
-               "## cache.backupDays\n\nThe cleanup job removes a backup after this many days. The default is 14 days.\n")
+               "## cache.backupDays\n\n"
+               "The cleanup job removes a backup after this many days. The default is 14 days.\n")
     page = SourceDocument(url="https://docs.example/cache", title="Build cache", content=content)
-    quoted = [p.content for p in extract_passages("How many days does the cleanup job keep a backup of the build cache?",
-                                                  [page])]
+    question = "How many days does the cleanup job keep a backup of the build cache?"
+    quoted = [p.content for p in extract_passages(question, [page])]
     assert any("The default is 14 days." in q for q in quoted)
