@@ -1,5 +1,5 @@
 """Title first: among the retrieved pages, the one whose title the question names best leads
-(docs/evaluation.md, rule 42)."""
+(docs/evaluation.md, "How the offline engine decides": retrieval)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Offline composer: which sentences an answer keeps when it must be cut (docs/evaluation.md, rules 36, 37,
-39, 44, 46 and 47)."""
+"""Offline composer: which sentences an answer keeps when it must be cut (docs/evaluation.md, "How the offline
+engine decides": composing the answer)."""
 
 from __future__ import annotations
 

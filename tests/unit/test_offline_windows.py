@@ -1,5 +1,5 @@
-"""Offline extractor: how far a window reaches and which windows are kept (docs/evaluation.md, rules 40,
-41, 45, 48-50 and 52; rule 51, a coverage floor for other pages' windows, was removed on 2026-12-06)."""
+"""Offline extractor: how far a window reaches and which windows are kept (docs/evaluation.md, "How the
+offline engine decides": choosing windows)."""
 
 from __future__ import annotations
 

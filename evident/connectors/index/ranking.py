@@ -60,7 +60,7 @@ _WORD = r"\w+"
 # words apart in the document ("apply retirement" matches "apply for retirement", not "retirement:
 # apply"), weighted PHRASE_BOOST x the lighter word's weight. A page saying the question's words
 # together is about them; one that has them scattered mostly is not. Measured on the development
-# set's tune part (docs/evaluation.md, rule 29; slop 0/1/2, boost 0.1 to 1.0).
+# set's tune part (slop 0/1/2, boost 0.1 to 1.0; docs/evaluation.md, "How the offline engine decides").
 PHRASE_SLOP = 1
 PHRASE_BOOST = 0.3
 # Title first: among the pages retrieved, the one whose title the question names most fully goes
@@ -69,7 +69,8 @@ PHRASE_BOOST = 0.3
 # leave", above a longer page that uses the words more often. Only the first place
 # moves: re-ranking every place by the title pushed pages that answer in their text below siblings
 # named like the question ("Teacher Loan Forgiveness" for "loan forgiveness"), where the extractor's
-# rank prior no longer quotes them (docs/evaluation.md, rule 42; boost swept 0.3/0.4/0.5/0.6/0.7).
+# rank prior no longer quotes them (boost swept 0.3/0.4/0.5/0.6/0.7; docs/evaluation.md, "How the
+# offline engine decides").
 TITLE_FIRST_BOOST = 0.5
 # The pages it chooses among, whatever the number asked for: the first page must not depend on k (8
 # is EvidenT's default top_n, on which rule 42 was measured).

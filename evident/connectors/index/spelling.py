@@ -20,7 +20,7 @@ from string import ascii_lowercase
 # the first two letters ("seven" is not "even", "airline" not "hairline"). Shorter stems are left
 # alone ("dig" is not "did"). The most common of the nearest terms wins, weighted REPAIR_WEIGHT x the
 # word's weight: a guess counts less than what was written (at 1.0, "robot" searched as "root" cost a
-# question; docs/evaluation.md, rule 33).
+# question; docs/evaluation.md, "How the offline engine decides").
 REPAIR_MIN_LENGTH = 5
 REPAIR_LONG_LENGTH = 8
 REPAIR_WEIGHT = 0.7
