@@ -75,6 +75,16 @@ def _tables(sentences: list[QuotedSentence]) -> list[QuotedSentence | list[Quote
     return out
 
 
+def _page_by_page(sentences: list[QuotedSentence]) -> list[QuotedSentence]:
+    """`sentences` grouped by the page they are quoted from, the pages in the order the answer first cites
+    them, each page's sentences in their order: an answer never goes back and forth between pages, so the
+    reader reads each page's quotes together (a passage ranked lower on the first page is still its text)."""
+    first: dict[str, int] = {}
+    for s in sentences:
+        first.setdefault(s.urls[0], len(first))
+    return sorted(sentences, key=lambda s: first[s.urls[0]])
+
+
 def _render(sentences: list[QuotedSentence]) -> str:
     blocks: list[str] = []
     paragraph: list[str] = []
@@ -135,7 +145,7 @@ def compose_answer(query: str, decisions: Sequence[AlignmentDecision], *,
     live = [d for d in decisions if d.action != "dropped" and d.quote.strip()]
     # A verified passage none of whose sentences are shown is not cited (drops.NOT_CHOSEN).
     earlier = said_text(said)
-    sentences = select_sentences(quoted_sentences(live), query, settings, earlier)
+    sentences = _page_by_page(select_sentences(quoted_sentences(live), query, settings, earlier))
     if not sentences:
         return ""
     if weak or answer_coverage(query, " ".join(s.text for s in sentences)) < WEAK_COVERAGE:

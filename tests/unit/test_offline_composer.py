@@ -360,3 +360,16 @@ def test_a_situation_told_before_the_question_does_not_weaken_its_answer() -> No
     assert answer_coverage(message, answer) >= WEAK_COVERAGE
     # What the question itself asks still counts: a text about something else stays weak.
     assert answer_coverage(message, "The canteen opens at noon.") < WEAK_COVERAGE
+
+
+def test_an_answer_quotes_page_by_page_in_the_order_it_first_cites_them() -> None:
+    # The extractor ranked a second window of the policy below the how-to's: the answer still reads the
+    # policy's two quotes together, then the how-to's, never policy, how-to, policy.
+    policy, howto = "https://docs.example/policy", "https://docs.example/how-to"
+    answer = compose_answer("How many days do I have to submit an expense report?", [
+        decision("p1", policy, "Expense reports must be submitted within 30 days of the trip."),
+        decision("p2", howto, "Submit one expense report per trip."),
+        decision("p3", policy, "An expense report submitted after 90 days is not reimbursed."),
+    ])
+    cited = [line.rsplit("[", 1)[1].rstrip("]") for line in answer.split("\n\n")]
+    assert cited == [policy, policy, howto], answer
