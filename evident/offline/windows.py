@@ -6,7 +6,6 @@ meaning, fused with its cosine to the question. Pure Python, no framework import
 from __future__ import annotations
 
 import re
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 
