@@ -1,7 +1,9 @@
 """A real manual nobody on the project wrote or tuned on: git's HTML documentation (Debian's `git-doc`),
-30 questions its users ask and 6 it cannot answer (issue 48, item 5).
+30 questions its users ask and 6 it cannot answer (issue 48, item 5); with `--set postgresql`, a second
+one: PostgreSQL 15's (Debian's `postgresql-doc-15`), 17 questions and 4 it cannot answer
+(`manual_questions_postgresql.jsonl`), to check that a change holds beyond the manual it was made on.
 
-    python benchmarks/manual.py [--words] [--pages N] [--json] [--check] [--cache DIR]
+    python benchmarks/manual.py [--set git|postgresql] [--words] [--pages N] [--json] [--check] [--cache DIR]
 
 Each answerable question in `benchmarks/manual_questions.jsonl` names the fact its answer must state
 (`fact`: regular expressions that must all match the answer's text, case-insensitive, whitespace
@@ -54,6 +56,15 @@ PACKAGE = "git-doc"
 MANUAL = Path("/usr/share/doc/git-doc")
 QUESTIONS = Path(__file__).resolve().parent / "manual_questions.jsonl"
 DEFAULT_CACHE = ROOT / ".evident" / "manual"
+# `--set`: the manuals with questions here, each its Debian package, where the package puts the HTML pages,
+# its questions and its default cache. git's is the development manual (issue 48); PostgreSQL's is a second
+# one, to check that a change to the offline engine holds beyond the manual it was made on.
+MANUALS: dict[str, tuple[str, Path, Path, Path]] = {
+    "git": (PACKAGE, MANUAL, QUESTIONS, DEFAULT_CACHE),
+    "postgresql": ("postgresql-doc-15", Path("/usr/share/doc/postgresql-doc-15/html"),
+                   Path(__file__).resolve().parent / "manual_questions_postgresql.jsonl",
+                   ROOT / ".evident" / "manual-postgresql"),
+}
 
 RIGHT = "fact, right page first"
 OTHER_PAGE = "fact, another page first"
@@ -186,29 +197,29 @@ def judge(q: dict[str, Any], res: dict[str, Any], corpus: Path) -> str:
     return RIGHT if first in q["page"] else OTHER_PAGE
 
 
-def ensure_manual(manual: Path) -> None:
+def ensure_manual(manual: Path, package: str = PACKAGE) -> None:
     """Install the manual's Debian package when it is missing, or exit saying how to."""
     if (manual / "index.html").is_file():
         return
     if shutil.which("apt-get") is None or os.geteuid() != 0:
-        sys.exit(f"manual.py: git's manual is not in {manual}: install Debian's {PACKAGE} package "
-                 f"(as root: apt-get install {PACKAGE}), or point --manual at it")
-    print(f"installing {PACKAGE} with apt-get ...", file=sys.stderr)
-    install = ["apt-get", "install", "-y", "--no-install-recommends", PACKAGE]
+        sys.exit(f"manual.py: the manual is not in {manual}: install Debian's {package} package "
+                 f"(as root: apt-get install {package}), or point --manual at it")
+    print(f"installing {package} with apt-get ...", file=sys.stderr)
+    install = ["apt-get", "install", "-y", "--no-install-recommends", package]
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     if subprocess.run(install, env=env, check=False).returncode != 0:
         subprocess.run(["apt-get", "update"], env=env, check=False)
         if subprocess.run(install, env=env, check=False).returncode != 0:
-            sys.exit(f"manual.py: apt-get could not install {PACKAGE}")
+            sys.exit(f"manual.py: apt-get could not install {package}")
     if not (manual / "index.html").is_file():
-        sys.exit(f"manual.py: {PACKAGE} is installed but {manual}/index.html is not there: "
+        sys.exit(f"manual.py: {package} is installed but {manual}/index.html is not there: "
                  "dpkg may exclude /usr/share/doc (see /etc/dpkg/dpkg.cfg.d/)")
 
 
-def manual_version() -> str:
-    proc = subprocess.run(["dpkg-query", "-W", "-f=${Version}", PACKAGE], capture_output=True, text=True,
+def manual_version(package: str = PACKAGE) -> str:
+    proc = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True,
                           check=False)
-    return f"{PACKAGE} {proc.stdout.strip()}" if proc.returncode == 0 else PACKAGE
+    return f"{package} {proc.stdout.strip()}" if proc.returncode == 0 else package
 
 
 def choose_pages(manual: Path, questions: list[dict[str, Any]], limit: int | None) -> list[str]:
@@ -300,17 +311,22 @@ def report(rows: list[dict[str, Any]], head: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("--manual", type=Path, default=MANUAL, help=f"the installed manual (default {MANUAL})")
-    ap.add_argument("--questions", type=Path, default=QUESTIONS)
-    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="the corpus copy and its index, kept")
+    ap.add_argument("--set", choices=sorted(MANUALS), default="git",
+                    help="which manual and its questions (default git; postgresql: a second manual)")
+    ap.add_argument("--manual", type=Path, default=None, help=f"the installed manual (default {MANUAL})")
+    ap.add_argument("--questions", type=Path, default=None)
+    ap.add_argument("--cache", type=Path, default=None, help="the corpus copy and its index, kept")
     ap.add_argument("--words", action="store_true", help="index and ask by words only (no embeddings)")
     ap.add_argument("--pages", type=int, default=None, help="index the question pages and others, N in all")
     ap.add_argument("--check", action="store_true", help="only check the questions against the manual")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
     args = ap.parse_args(argv)
+    package, manual, questions_file, cache = MANUALS[args.set]
+    args.manual = args.manual or manual
+    args.cache = args.cache or cache
 
-    questions = load_questions(args.questions)
-    ensure_manual(args.manual)
+    questions = load_questions(args.questions or questions_file)
+    ensure_manual(args.manual, package)
     problems = check_questions(questions, args.manual)
     if problems:
         print("the questions no longer agree with the manual:", *problems, sep="\n  ", file=sys.stderr)
@@ -343,12 +359,12 @@ def main(argv: list[str] | None = None) -> int:
     machine = describe()
     mode = "words only" if args.words else "words and meaning (embeddings when installed)"
     if args.json:
-        print(json.dumps({"manual": manual_version(), "pages": len(pages), "mode": mode, "machine": machine,
+        print(json.dumps({"manual": manual_version(package), "pages": len(pages), "mode": mode, "machine": machine,
                           "index_seconds": round(index_seconds, 1), "index": index_summary,
                           "ask_seconds": round(ask_seconds, 1), "totals": totals(rows), "questions": rows},
                          indent=1))
     else:
-        head = [f"{manual_version()}, {len(pages)} pages, {mode}", machine,
+        head = [f"{manual_version(package)}, {len(pages)} pages, {mode}", machine,
                 f"indexing: {index_seconds:.1f} s ({index_summary}); asking {len(rows)} questions: {ask_seconds:.1f} s"]
         print(report(rows, head))
     return 0

@@ -5,6 +5,7 @@ meaning, fused with its cosine to the question. Pure Python, no framework import
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,7 +17,9 @@ from evident.offline.terms import CONTINUATIONS, QUANTITY
 from evident.offline.units import Unit, analyse_pages
 from evident.settings import DEFAULT_OFFLINE, OfflineSettings
 
-__all__ = ["CandidateWindow", "candidate_windows", "is_term", "opening_heading", "unit_cosine", "window_at"]
+__all__ = [
+    "CandidateWindow", "candidate_windows", "is_term", "names_code", "opening_heading", "unit_cosine", "window_at",
+]
 
 # A paragraph of at most this many sentences is one thought, quoted whole from any of them.
 SHORT_PARAGRAPH = 2
@@ -48,14 +51,20 @@ class CandidateWindow:
 
 def _grow(
     units: Sequence[Unit], anchor: int, used: set[int], relevant: set[int], text: str, cap: int,
-    whole: bool = False,
+    whole: bool = False, entry_cap: int = 0,
 ) -> tuple[int, int, int]:
     """Extend the anchor unit to a window of at most `cap` consecutive units that continue it
     (`whole`: every prose unit of its paragraph does): its first and last scored unit, and the last
-    unit it quotes."""
+    unit it quotes. A definition entry of at most `entry_cap` units is the window whole."""
     a = units[anchor]
     first = last = anchor
     count = 1
+    # A definition entry (the text under a term heading) is one unit: quoted whole when it is no longer
+    # than an answer may be, so that its default is never cut from the setting it belongs to.
+    entry = _entry(units, anchor, text)
+    if entry is not None and entry[1] - entry[0] + 1 <= entry_cap and not any(
+            k in used for k in range(entry[0], entry[1] + 1)):
+        return entry[0], entry[1], entry[1]
     # An item reads as an answer only with the label that introduces it.
     if a.kind == "item" and anchor > 0 and (anchor - 1) not in used:
         prev = units[anchor - 1]
@@ -83,6 +92,29 @@ def _grow(
     if k is not None and units[k].kind == "prose" and units[k].first_word in CONTINUATIONS:
         end = k
     return first, last, end
+
+
+# What sets a name in code apart from a word of prose: "gc.auto", "--cached", "checkpoint_timeout",
+# "--timeout=<n>", "hooksPath", "incremental-repack"; "Payment" or "Downloads" titles a section.
+_CODE = re.compile(r"[._=<>$/]|(?<!\w)-|[a-z][A-Z]|\w-\w")
+
+
+def names_code(heading: str) -> bool:
+    """The heading names a thing in code (`names_a_thing`, and `_CODE` marks it), as a reference entry's
+    term does."""
+    return names_a_thing(heading) and bool(_CODE.search(heading.lstrip("#")))
+
+
+def _entry(units: Sequence[Unit], anchor: int, text: str) -> tuple[int, int] | None:
+    """The first and last unit of the definition entry `units[anchor]` is in: the units under a term
+    heading that names a thing in code (`names_code`), up to the next heading; None outside one."""
+    h = units[anchor].section
+    if h < 0 or not is_term(units[h], text) or not names_code(text[units[h].start : units[h].end]):
+        return None
+    last = h + 1
+    while last + 1 < len(units) and units[last + 1].section == h:
+        last += 1
+    return h + 1, last
 
 
 def _paragraph(units: Sequence[Unit], anchor: int) -> tuple[int, int]:
@@ -136,9 +168,13 @@ def is_term(unit: Unit, text: str) -> bool:
     return unit.kind == "heading" and names_a_thing(text[unit.start : unit.end])
 
 
+_PARENTHESIS = re.compile(r"\s*\([^()]*\)")
+
+
 def names_a_thing(heading: str) -> bool:
-    """Each comma-separated part of the heading's text (its "#" markers aside) is one word."""
-    return all(p.strip() and len(p.split()) == 1 for p in heading.lstrip("#").split(","))
+    """Each comma-separated part of the heading's text (its "#" markers and what it says in parentheses
+    aside: "checkpoint_timeout (integer)") is one word."""
+    return all(p.strip() and len(p.split()) == 1 for p in _PARENTHESIS.sub("", heading.lstrip("#")).split(","))
 
 
 def table_header(units: Sequence[Unit], first: int, used: set[int], rows: int) -> int:
@@ -287,7 +323,7 @@ def candidate_windows(
         # starts a thought the sentences after it develop.
         whole = d not in opened or units[d][i].depth == 1
         first, last, end = _grow(units[d], i, used[d], relevant[d], documents[d].content, settings.window_units,
-                                 whole=whole)
+                                 whole=whole, entry_cap=settings.max_long_sentences)
         lead = table_header(units[d], opening_heading(units[d], first, used[d], documents[d].content), used[d],
                             settings.window_units)
         used[d].update(range(lead, end + 1))

@@ -95,3 +95,12 @@ def test_a_missing_manual_says_what_to_install_when_not_root(tmp_path: Path, mon
     monkeypatch.setattr(manual.os, "geteuid", lambda: 1000)
     with pytest.raises(SystemExit, match="apt-get install git-doc"):
         manual.ensure_manual(tmp_path / "nowhere")
+    with pytest.raises(SystemExit, match="apt-get install postgresql-doc-15"):
+        manual.ensure_manual(tmp_path / "nowhere", manual.MANUALS["postgresql"][0])
+
+
+def test_the_second_manual_has_its_own_well_formed_questions() -> None:
+    package, _, path, _ = manual.MANUALS["postgresql"]
+    questions = manual.load_questions(path)
+    assert package == "postgresql-doc-15"
+    assert (sum(q["answerable"] for q in questions), sum(not q["answerable"] for q in questions)) == (17, 4)

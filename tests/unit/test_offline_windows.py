@@ -8,7 +8,14 @@ from evident.offline.composer import compose_answer
 from evident.offline.extractor import extract_passages, join_openings
 from evident.offline.terms import CONTINUATIONS
 from evident.offline.units import analyse
-from evident.offline.windows import candidate_windows, is_term, opening_heading, table_header, window_at
+from evident.offline.windows import (
+    candidate_windows,
+    is_term,
+    names_code,
+    opening_heading,
+    table_header,
+    window_at,
+)
 from tests.support.offline import cited_sentences, decision
 
 DEFERMENT = SourceDocument(url="KB-5", title="Deferment", content=(
@@ -272,3 +279,20 @@ def test_a_term_that_kept_its_markup_is_shown_and_kept_with_its_description() ->
     # A section title in heading markup is still never a sentence of the answer.
     titled = decision("p1", "https://kb.test/1", "### Eligibility\n\nUntracked files are stashed by the push command.")
     assert "Eligibility" not in compose_answer("How do I stash untracked files?", [titled])
+
+
+def test_a_definition_entry_is_quoted_whole_under_its_term() -> None:
+    # A reference entry "name (type)" whose default comes fourth: a window of three sentences cut it off,
+    # and the answer took the neighbouring entry's "The default is 30 seconds." for it.
+    doc = SourceDocument(url="KB-8", title="Snapshots", content=(
+        "### Snapshots\n\n#### snapshot_interval (integer)\n\n"
+        "Longest time between two automatic snapshots. A value without units is read as seconds. "
+        "Values from 30 seconds to one day are accepted. The default is ten minutes (10min). "
+        "A longer interval makes a restore slower.\n\n"
+        "#### snapshot_warning (integer)\n\n"
+        "Logs a warning when snapshots follow each other faster than this. The default is 30 seconds (30s).\n"))
+    first = _quoted("How long is the time between automatic snapshots by default?", [doc])[0]
+    assert first.startswith("#### snapshot_interval (integer)") and "The default is ten minutes (10min)." in first
+    assert "30s" not in first
+    # A one-word section title ("## Payment") is not a name in code: its section is not quoted whole.
+    assert not names_code("## Payment") and names_code("#### snapshot_interval (integer)")
