@@ -148,12 +148,6 @@ class GraphEmbeddings:
             self._warn(found.reason)
         return found
 
-    def forget(self) -> None:
-        """Drop what was resolved (a test replacing a model file; a deployment reloading its settings)."""
-        with self._lock:
-            self._cache.clear()
-            self._warned.clear()
-
     def _given(self, ctx: EvidentContext, settings: EmbeddingsSettings) -> ResolvedEmbeddings:
         # start-up time: the scorer brings numpy (~50 ms), which importing the embeddings' settings must not
         from evident.embeddings.scorer import model_id_of
