@@ -21,7 +21,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,13 +190,6 @@ def free_port(host: str) -> int:
         return int(probe.getsockname()[1])
 
 
-def _generated_config() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="evident-serve-"))
-    path = folder / "langgraph.json"
-    path.write_text(json.dumps(GENERATED_CONFIG, indent=2) + "\n", encoding="utf-8")
-    return path
-
-
 def langgraph_executable() -> str | None:
     """The `langgraph` CLI of this environment (next to this Python first), if installed."""
     here = Path(sys.executable).parent
@@ -218,7 +210,7 @@ def build_invocation(
     insecure: bool = False,
 ) -> Invocation:
     """The `langgraph dev` command line for these options (no side effects but a generated config)."""
-    lg_config = find_langgraph_config(langgraph_config) or _generated_config()
+    lg_config = find_langgraph_config(langgraph_config) or aegra.generated_config(GENERATED_CONFIG)
     env, notes = _deployment_environment(process_environment() if base_env is None else base_env, host=host,
                                          config=config, corpus=corpus, insecure=insecure)
     argv = [executable, "dev", "--no-browser", "--config", str(lg_config), "--host", host, "--port", str(port),

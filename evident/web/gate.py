@@ -48,6 +48,7 @@ from evident.web import bodies
 from evident.web.admitted import admitted_client
 from evident.web.auth import direct_client, identify
 from evident.web.bodies import BodyRefusal
+from evident.web.browser import header
 from evident.web.fairness import RETRY_AFTER_S, RunSlots, TooManyRuns, created_runs
 from evident.web.inprocess import read_as_caller
 from evident.web.routes import ServedRoute, allowed_route, refused_routes, route_table
@@ -75,13 +76,6 @@ class Refusal(Exception):
         self.headers = headers or {}
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers") or []:
-        if key.lower() == name:
-            return str(value.decode("latin-1"))
-    return None
-
-
 def _shown(routes: list[ServedRoute]) -> str:
     return ", ".join(f"{'/'.join(sorted(r.methods)) or r.kind} {r.path}" for r in routes)
 
@@ -100,13 +94,13 @@ def log_route_table(app: object) -> None:
 def _authenticate(scope: Scope, settings: ServerSettings) -> str:
     """The caller's identity, by the same rules as the LangGraph API's own routes (evident/web/auth.py)."""
     try:
-        return str(identify(_header(scope, b"authorization"), admitted_client.get(), settings)["identity"])
+        return str(identify(header(scope, b"authorization"), admitted_client.get(), settings)["identity"])
     except Auth.exceptions.HTTPException as exc:
         raise Refusal(exc.status_code, str(exc.detail), dict(exc.headers or {})) from None
 
 
 def _declared_length(scope: Scope, limit: int) -> None:
-    declared = _header(scope, b"content-length")
+    declared = header(scope, b"content-length")
     if declared is None:
         return
     if not declared.strip().isdigit():
@@ -219,7 +213,7 @@ class RequestGate:
         if route.access != "public" and method != "OPTIONS":
             # token files: no blocking on the loop
             scope = {**scope, USER_KEY: await asyncio.to_thread(_authenticate, scope, settings)}
-        has_body = _header(scope, b"content-length") not in (None, "0") or _header(scope, b"transfer-encoding")
+        has_body = header(scope, b"content-length") not in (None, "0") or header(scope, b"transfer-encoding")
         if method in _BODILESS and not has_body:
             return scope, receive
         body = await read_bounded(receive, settings.max_body_bytes)
