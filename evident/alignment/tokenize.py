@@ -246,6 +246,8 @@ class IndexCache:
         self._items: OrderedDict[str, DocumentIndex] = OrderedDict()
         self._chars = 0
         self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
 
     def get(self, text: str, key: str | None = None) -> DocumentIndex:
         # Without a stored content hash, Python's string hash (computed once per string object)
@@ -257,9 +259,11 @@ class IndexCache:
             # only ever used for the exact text it was built from (same object: no comparison).
             if found is not None and (found.text is text or found.text == text):
                 self._items.move_to_end(key)
+                self.hits += 1
                 return found
         index = DocumentIndex(text, key)  # built outside the lock: other threads keep going
         with self._lock:
+            self.misses += 1
             current = self._items.get(key)
             if current is None or current.text != text:
                 if current is not None:

@@ -140,6 +140,7 @@ def test_index_cache_is_keyed_by_content() -> None:
     cache = IndexCache(max_chars=40)
     a = cache.get("first document text")
     assert cache.get("first document text") is a
+    assert (cache.hits, cache.misses) == (1, 1)
     cache.get("second document, a different text")  # exceeds max_chars: the oldest is evicted
     assert len(cache) == 1
     assert cache.get("first document text") is not a
