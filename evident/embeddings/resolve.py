@@ -69,12 +69,16 @@ class EmbeddingsSettings(BaseModel):
         if not isinstance(data, dict):
             return data
         fields = EvidentContext.model_fields
-        return {**{key: fields[section_field("embeddings", key)].get_default(call_default_factory=True)
-                   for key in cls.model_fields}, **data}
+        return {**{key: fields[name].get_default(call_default_factory=True) for key, name in _IN_CONTEXT.items()},
+                **data}
 
     @classmethod
     def from_context(cls, ctx: EvidentContext) -> EmbeddingsSettings:
-        return cls(**{key: getattr(ctx, section_field("embeddings", key)) for key in cls.model_fields})
+        return cls(**{key: getattr(ctx, name) for key, name in _IN_CONTEXT.items()})
+
+
+# Each key's setting in `EvidentContext` (`model` is `embeddings_model`), named once rather than on every query.
+_IN_CONTEXT = {key: section_field("embeddings", key) for key in EmbeddingsSettings.model_fields}
 
 
 @dataclass(frozen=True)
