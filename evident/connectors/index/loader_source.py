@@ -23,8 +23,8 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
+from evident.connectors.index.corpus import IndexStats
 from evident.connectors.index.doc_ids import DocumentIdError, safe_document_id, validate_document_id
-from evident.connectors.index.embedded import IndexStats
 from evident.connectors.remote.docs_index import index_pages
 from evident.connectors.source import SourceFailure
 

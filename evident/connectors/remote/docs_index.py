@@ -18,7 +18,8 @@ from typing import Any
 
 import httpx
 
-from evident.connectors.index.embedded import IndexStats, LocalIndex
+from evident.connectors.index.corpus import IndexStats
+from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.remote.docs_site import Crawler, CrawlSettings, SkipReporter, normalize_url
 from evident.connectors.remote.http import host
 from evident.connectors.source import SourceFailure
