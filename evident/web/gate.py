@@ -47,7 +47,7 @@ from evident.settings import ConfigError, ServerSettings
 from evident.web import bodies
 from evident.web.admitted import admitted_client
 from evident.web.auth import direct_client, identify
-from evident.web.bodies import BodyRefusal
+from evident.web.bodies import Refusal
 from evident.web.browser import header
 from evident.web.fairness import RETRY_AFTER_S, RunSlots, TooManyRuns, created_runs
 from evident.web.inprocess import read_as_caller
@@ -64,16 +64,6 @@ BACKGROUND_ROUTES = frozenset({"/runs", "/threads/{thread_id}/runs", "/runs/batc
 # What the gate hands itself in the request's scope: who the caller is, and how many runs it creates.
 USER_KEY, RUNS_KEY = "evident.user", "evident.runs"
 _THREAD = re.compile(r"/threads/([^/]+)")
-
-
-class Refusal(Exception):
-    """A request the gate answers itself: status, detail, extra headers."""
-
-    def __init__(self, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.headers = headers or {}
 
 
 def _shown(routes: list[ServedRoute]) -> str:
@@ -221,10 +211,7 @@ class RequestGate:
             raise Refusal(400, "the client closed the request before its body was read")
         if method in _BODILESS:
             return scope, replaying(body, receive)
-        try:
-            scope = await checked_body({**scope, "evident.route": route.path}, route.path, body, settings)
-        except BodyRefusal as refusal:
-            raise Refusal(refusal.status, refusal.detail) from None
+        scope = await checked_body({**scope, "evident.route": route.path}, route.path, body, settings)
         return scope, replaying(b"" if scope.get("method") == "GET" else body, receive)
 
 
@@ -232,7 +219,7 @@ def _deployment() -> ContextWithDefaults:
     try:
         return ContextWithDefaults()
     except ConfigError as exc:
-        raise BodyRefusal(503, str(exc)) from None
+        raise Refusal(503, str(exc)) from None
 
 
 def _body_checks(route: str, path: str, body: bytes, settings: ServerSettings) -> tuple[Any, Any]:
@@ -247,7 +234,7 @@ def _body_checks(route: str, path: str, body: bytes, settings: ServerSettings) -
         return parsed, written if thread_id else None  # a run without a thread starts an empty one
     if route == "/runs/batch":
         if not isinstance(parsed, list) or not parsed:
-            raise BodyRefusal(422, "a batch is a non-empty list of runs")
+            raise Refusal(422, "a batch is a non-empty list of runs")
         for run in parsed:
             bodies.run_problem(run, None, _deployment(), settings.max_metadata_bytes)
         return parsed, None
@@ -258,17 +245,17 @@ def _body_checks(route: str, path: str, body: bytes, settings: ServerSettings) -
         checkpoint = parsed.get("checkpoint") if isinstance(parsed, dict) else None
         bodies.checkpoint_problem(checkpoint, thread_id)
     elif route == "/threads" and isinstance(parsed, dict) and parsed.get("supersteps"):
-        raise BodyRefusal(422, "supersteps are not accepted: a thread starts empty, and a run or update_state "
+        raise Refusal(422, "supersteps are not accepted: a thread starts empty, and a run or update_state "
                           "writes into it")
     elif route == "/threads/search" and isinstance(parsed, dict) and parsed.get("values"):
-        raise BodyRefusal(422, "a values filter is not supported: search threads by metadata, status or ids")
+        raise Refusal(422, "a values filter is not supported: search threads by metadata, status or ids")
     elif route in ("/assistants", "/assistants/{assistant_id}") and isinstance(parsed, dict):
         bodies.metadata_problem(parsed, settings.max_metadata_bytes)
     return parsed, None
 
 
 async def checked_body(scope: Scope, route: str, body: bytes, settings: ServerSettings) -> Scope:
-    """`scope` once its body passed the checks of evident/web/bodies.py (`BodyRefusal` otherwise),
+    """`scope` once its body passed the checks of evident/web/bodies.py (`Refusal` otherwise),
     rewritten where the request means another route."""
     path = str(scope.get("path") or "")
     parsed, written = await asyncio.to_thread(_body_checks, route, path, body, settings)
