@@ -30,8 +30,13 @@ from pydantic import ValidationError
 from evident.commands import aegra
 from evident.commands.common import fail, warn
 from evident.context import PACKAGE_ROOT
-from evident.settings import ConfigError, ServerSettings, environment_value, process_environment
-from evident.web.settings import load_server_settings
+from evident.settings import (
+    ConfigError,
+    DeployedServerSettings,
+    ServerSettings,
+    environment_value,
+    process_environment,
+)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 2024
@@ -136,7 +141,7 @@ def find_langgraph_config(explicit: Path | None = None, cwd: Path | None = None)
 def _server_settings(config: Path | None) -> ServerSettings:
     """The server's settings as it will read them (a broken [server] section ends here, clearly)."""
     try:
-        return load_server_settings(config)
+        return DeployedServerSettings.load(config)
     except ConfigError as exc:
         fail("serve", str(exc))
 
