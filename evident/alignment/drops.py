@@ -46,7 +46,7 @@ UNSUPPORTED: Final = "no retrieved document supports the passage (overlap 0 with
 # alignment/aligner.py:align — the n-grams matched but no exact source span could be rebuilt, so
 # there is no quote; a passage without a quote is never used.
 NO_SPAN: Final = "no span of the source could be located"
-# alignment/evidence.py:drop_non_evidence (called by nodes/align.py:align) — verified text that
+# alignment/aligner.py:drop_non_evidence (called by nodes/align.py:align) — verified text that
 # says nothing: a bare heading, or fewer than `min_evidence_tokens` content words.
 HEADING_ONLY: Final = "the passage is only a heading"
 TOO_FEW_WORDS: Final = "the passage has {found} content token(s), fewer than the {needed} evidence needs"

@@ -49,10 +49,11 @@ def missing() -> str | None:
     return None
 
 
-def generated_config() -> Path:
+def generated_config(config: Mapping[str, Any] = GENERATED_CONFIG) -> Path:
+    """A langgraph.json of `config` in a folder of its own."""
     folder = Path(tempfile.mkdtemp(prefix="evident-serve-"))
     path = folder / "langgraph.json"
-    path.write_text(json.dumps(GENERATED_CONFIG, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     return path
 
 

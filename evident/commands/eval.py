@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,8 @@ from evident.eval import extra, langsmith_run
 from evident.eval.dataset import DatasetError, load_dataset
 from evident.eval.judge import Judge
 from evident.eval.methods import METHODS
-from evident.eval.output import write_reports
-from evident.eval.report import EvalResult, ablation_table, num
+from evident.eval.plots import write_plots
+from evident.eval.report import EvalResult, ablation_table, markdown, num
 from evident.eval.runner import evaluate
 from evident.eval.semantic import score_run
 from evident.settings import ConfigError
@@ -30,6 +31,16 @@ KEY_METRICS = (
 )
 # Shown after the key metrics when the run's embeddings are on (absent, with the reason, when off).
 SEMANTIC_METRICS = {"sem_max": "sem_max (SemMax)", "sem_recall": "sem_recall (SemRecall)"}
+
+
+def write_reports(result: EvalResult, out: Path) -> dict[str, Path]:
+    """report.md, results.json and the PNG figures under `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    images = write_plots(result, out)
+    (out / "report.md").write_text(markdown(result, {k: p.name for k, p in images.items()}), encoding="utf-8")
+    (out / "results.json").write_text(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=1),
+                                      encoding="utf-8")
+    return {"report": out / "report.md", "results": out / "results.json", **images}
 
 
 def parse_methods(values: list[str]) -> list[str]:

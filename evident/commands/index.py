@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from evident.commands.common import fail, log_warnings_to_stderr, print_json, safe_text, warn
+from evident.connectors.index.corpus import IndexStats
 from evident.connectors.index.embedded import (
     IndexFileError,
-    IndexStats,
     LocalIndex,
     default_index_path,
     rebuild_index,

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from evident.alignment import align
-from evident.alignment.evidence import drop_non_evidence
+from evident.alignment.aligner import drop_non_evidence
 from evident.alignment.models import SourceDocument
 from evident.citations.answer import render_answer, sentences_in
 from evident.commands.common import fail, print_json, safe_text

@@ -21,7 +21,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,8 +30,13 @@ from pydantic import ValidationError
 from evident.commands import aegra
 from evident.commands.common import fail, warn
 from evident.context import PACKAGE_ROOT
-from evident.settings import ConfigError, ServerSettings, environment_value, process_environment
-from evident.web.settings import load_server_settings
+from evident.settings import (
+    ConfigError,
+    DeployedServerSettings,
+    ServerSettings,
+    environment_value,
+    process_environment,
+)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 2024
@@ -137,7 +141,7 @@ def find_langgraph_config(explicit: Path | None = None, cwd: Path | None = None)
 def _server_settings(config: Path | None) -> ServerSettings:
     """The server's settings as it will read them (a broken [server] section ends here, clearly)."""
     try:
-        return load_server_settings(config)
+        return DeployedServerSettings.load(config)
     except ConfigError as exc:
         fail("serve", str(exc))
 
@@ -191,13 +195,6 @@ def free_port(host: str) -> int:
         return int(probe.getsockname()[1])
 
 
-def _generated_config() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="evident-serve-"))
-    path = folder / "langgraph.json"
-    path.write_text(json.dumps(GENERATED_CONFIG, indent=2) + "\n", encoding="utf-8")
-    return path
-
-
 def langgraph_executable() -> str | None:
     """The `langgraph` CLI of this environment (next to this Python first), if installed."""
     here = Path(sys.executable).parent
@@ -218,7 +215,7 @@ def build_invocation(
     insecure: bool = False,
 ) -> Invocation:
     """The `langgraph dev` command line for these options (no side effects but a generated config)."""
-    lg_config = find_langgraph_config(langgraph_config) or _generated_config()
+    lg_config = find_langgraph_config(langgraph_config) or aegra.generated_config(GENERATED_CONFIG)
     env, notes = _deployment_environment(process_environment() if base_env is None else base_env, host=host,
                                          config=config, corpus=corpus, insecure=insecure)
     argv = [executable, "dev", "--no-browser", "--config", str(lg_config), "--host", host, "--port", str(port),

@@ -1,4 +1,4 @@
-"""Embedding a served index in the background (issue 50): a server answers at once and its index gains meaning.
+"""Embedding a served index in the background: a server answers at once and its index gains meaning.
 
 A server (`evident serve`, `langgraph dev`, Aegra) never embeds an index inside a request: embedding a manual
 is minutes of compute, and a request must not wait for it. When it opens an index that lacks vectors of the

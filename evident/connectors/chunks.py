@@ -10,9 +10,9 @@ go by id, cannot keep one and drop the others (the one that holds the answer, sa
 - when the retriever can give the whole document (`DocumentFetcher`), the chunks of that document are
   replaced by the whole document itself, so its spans are document offsets as any other's;
 - otherwise None: the chunk's spans are offsets into the chunk alone, and its citations say so
-  (`span_base: "chunk"`, evident/citations/chunks.py).
+  (`span_base: "chunk"`, `cited_in_document`).
 
-A hit with neither `start_index` nor another chunk of its document beside it is a document, as before.
+A hit with neither `start_index` nor another chunk of its document beside it is a document.
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ from evident.connectors.source_settings import (
     SourceSettings,
     environment_names,
     gateway_base,
-    missing_environment,
     parse_settings,
     require_psycopg,
 )
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SOURCE_TYPES", "AnySourceSettings", "ConfluenceSettings", "Defaults", "DocsSettings", "LangChainSettings",
     "LoaderSettings", "LocalSettings", "MediaWikiSettings", "PostgresSettings", "SourceSettings", "build_source",
-    "build_sources", "construct", "environment_names", "gateway_base", "load_object", "missing_environment",
+    "build_sources", "construct", "environment_names", "gateway_base", "load_object",
     "parse_settings", "postgres_dsn", "require_psycopg",
 ]
 

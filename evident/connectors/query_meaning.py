@@ -1,4 +1,4 @@
-"""A query's meaning, made once per run before any source is asked (issue 23).
+"""A query's meaning, made once per run before any source is asked.
 
 The query is embedded once; every embedded index among the run's sources is brought up to date with the
 model's vectors where a question may do that (`StoresVectors.embeds_before_search`: the documents its own

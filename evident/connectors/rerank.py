@@ -1,4 +1,4 @@
-"""Re-ranking a source's results by meaning, for sources that rank by words alone (paper §3.1, issue 23).
+"""Re-ranking a source's results by meaning, for sources that rank by words alone (paper §3.1).
 
 MediaWiki's search, a documentation site's index, Confluence's CQL or any LangChain retriever returns
 its own best first; EvidenT cannot see its scores on a common scale, so a result's lexical part is its

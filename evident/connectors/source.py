@@ -7,7 +7,9 @@ ranking. Permission-aware connectors additionally receive the caller's principal
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypedDict, TypeVar
 
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -18,8 +20,6 @@ from evident.embeddings.meaning import QueryMeaning
 from evident.models import Principal
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from evident.connectors.index.vectors import EmbedProgress, EmbedStats
     from evident.embeddings.scorer import SemanticScorer
 
@@ -156,3 +156,35 @@ class Source(BaseModel):
 
     def policy(self) -> AclPolicy:
         return AclPolicy(default=self.default_acl, fallback_acl=self.acl, source=self.name)
+
+
+# A resource a retriever opens on first use (an index file, an HTTP client) and shares between threads.
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+R = TypeVar("R", bound=Closable)
+
+
+class OpenedOnFirstUse(Generic[R]):
+    """Opened by the first caller that needs it, not at construction: building a graph must not touch the
+    disk or the network, and LangGraph may construct retrievers in processes that never query them.
+
+    `close()` closes it; the next `get` opens it again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.current: R | None = None
+
+    def get(self, open_it: Callable[[], R]) -> R:
+        with self._lock:
+            if self.current is None:
+                self.current = open_it()
+            return self.current
+
+    def close(self) -> None:
+        with self._lock:
+            if self.current is not None:
+                self.current.close()
+                self.current = None

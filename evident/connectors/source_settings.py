@@ -29,7 +29,7 @@ from evident.connectors.index.loaders import CorpusError, CorpusLimits
 from evident.connectors.index.retriever import LocalCorpusRetriever
 from evident.connectors.remote.http import check_base_url
 from evident.connectors.source import SourceConfigError
-from evident.settings import CorpusFileSettings, environment_value, first_problem
+from evident.settings import CorpusFileSettings, first_problem
 
 if TYPE_CHECKING:
     from evident.connectors.postgres.dsn import PostgresDsn
@@ -373,7 +373,3 @@ def environment_names(raw: dict[str, Any]) -> list[str]:
     names += [v for v in (raw.get("kwargs_env") or {}).values() if isinstance(v, str)]
     return [n for n in names if n] if all(isinstance(n, str) for n in names) else []
 
-
-def missing_environment(raw: dict[str, Any]) -> list[str]:
-    """The environment variables a source's settings refer to that are not set."""
-    return [n for n in environment_names(raw) if not environment_value(n)]

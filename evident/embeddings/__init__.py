@@ -1,10 +1,11 @@
 """Meaning as well as words: one seam for any LangChain `Embeddings` (docs/embeddings.md).
 
-- `resolve.py`: which embeddings a run uses, or why none (`resolve_embeddings`, `GraphEmbeddings`);
+- `resolve.py`: the settings, and which embeddings a run uses or why none (`resolve_embeddings`,
+  `GraphEmbeddings`);
 - `scorer.py`: cosine similarities over any `Embeddings`, each text embedded once per process;
 - `local.py`: the local default, all-MiniLM-L6-v2 on onnxruntime; `model_files.py`: its pinned files;
 - `remote.py`: any `/v1/embeddings` server through langchain-openai;
-- `settings.py`: the settings; `failures.py`: what can go wrong.
+- `failures.py`: what can go wrong.
 
 Importing this package loads neither LangChain nor onnxruntime.
 """
@@ -13,13 +14,13 @@ from evident.embeddings.failures import EmbeddingsError, EmbeddingsFailure, Embe
 from evident.embeddings.resolve import (
     DEFAULT_EMBEDDINGS,
     EmbeddingsFactory,
+    EmbeddingsSettings,
     GraphEmbeddings,
     ResolvedEmbeddings,
     describe,
     embeddings_note,
     resolve_embeddings,
 )
-from evident.embeddings.settings import EmbeddingsSettings
 
 __all__ = [
     "DEFAULT_EMBEDDINGS",

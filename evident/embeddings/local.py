@@ -78,10 +78,6 @@ class LocalEmbeddings(Embeddings):
         """Stable while the model's bytes and the way texts are cut stay the same."""
         return f"local:{MODEL_NAME}:d{DIMENSION}:max{MAX_SEQ_LENGTH}:sha256={MODEL_SHA256}"
 
-    @property
-    def dimension(self) -> int:
-        return DIMENSION
-
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [[float(x) for x in row] for row in self.encode(texts)]
 

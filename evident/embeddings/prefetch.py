@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from evident.context import EvidentContext
 from evident.embeddings.model_files import installed_models, missing_runtime
-from evident.embeddings.settings import EmbeddingsSettings
+from evident.embeddings.resolve import EmbeddingsSettings
 
 __all__ = ["Ahead", "WAIT_S", "embed_ahead"]
 

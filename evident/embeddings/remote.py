@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.embeddings import Embeddings
 
 from evident.embeddings.failures import EmbeddingsFailure, EmbeddingsUnavailable
-from evident.embeddings.settings import EmbeddingsSettings
 from evident.settings import environment_value
 
 if TYPE_CHECKING:
     from langchain_openai import OpenAIEmbeddings
+
+    from evident.embeddings.resolve import EmbeddingsSettings
 
 # Local servers ignore the key, but the client refuses to start without one.
 PLACEHOLDER_KEY = "not-needed"

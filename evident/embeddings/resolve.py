@@ -15,9 +15,11 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from evident.context import EvidentContext
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from evident.context import EmbeddingsProvider, EvidentContext
 from evident.embeddings.failures import EmbeddingsUnavailable
 from evident.embeddings.model_files import (
     INSTALL_MODELS,
@@ -26,7 +28,7 @@ from evident.embeddings.model_files import (
     locate_model_files,
     missing_runtime,
 )
-from evident.embeddings.settings import EmbeddingsSettings, Provider
+from evident.settings import section_field
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -39,6 +41,44 @@ EmbeddingsFactory = Callable[[EvidentContext], "Embeddings | None"]
 NOT_INSTALLED = (f"words only: the local embeddings model is not installed ({INSTALL_RUNTIME}, then "
                  f"{INSTALL_MODELS})")
 SWITCHED_OFF = "words only: embeddings = \"none\" in the settings"
+Provider = EmbeddingsProvider | Literal["custom"]
+
+
+class EmbeddingsSettings(BaseModel):
+    """What the embeddings are built from: the `embeddings*` settings of `EvidentContext`, named as in
+    `[embeddings]`; a key left out has the setting's default there, where each is described. `provider=None`
+    means the default: local when installed. Deployment settings: `RequestSettings` does not list them, so a
+    served request cannot choose a model, a server or a file."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: EmbeddingsProvider | None
+    model: str | None
+    base_url: str | None
+    api_key_env: str
+    dimensions: int | None
+    timeout_s: float
+    batch_size: int
+    model_file: str | None
+    tokenizer_file: str | None
+    threads: int | None  # None: the cores this process may use (`local.available_cores`)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        fields = EvidentContext.model_fields
+        return {**{key: fields[name].get_default(call_default_factory=True) for key, name in _IN_CONTEXT.items()},
+                **data}
+
+    @classmethod
+    def from_context(cls, ctx: EvidentContext) -> EmbeddingsSettings:
+        return cls(**{key: getattr(ctx, name) for key, name in _IN_CONTEXT.items()})
+
+
+# Each key's setting in `EvidentContext` (`model` is `embeddings_model`), named once rather than on every query.
+_IN_CONTEXT = {key: section_field("embeddings", key) for key in EmbeddingsSettings.model_fields}
 
 
 @dataclass(frozen=True)
@@ -147,12 +187,6 @@ class GraphEmbeddings:
         if found.fault:
             self._warn(found.reason)
         return found
-
-    def forget(self) -> None:
-        """Drop what was resolved (a test replacing a model file; a deployment reloading its settings)."""
-        with self._lock:
-            self._cache.clear()
-            self._warned.clear()
 
     def _given(self, ctx: EvidentContext, settings: EmbeddingsSettings) -> ResolvedEmbeddings:
         # start-up time: the scorer brings numpy (~50 ms), which importing the embeddings' settings must not

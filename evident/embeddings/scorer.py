@@ -59,12 +59,6 @@ class VectorCache:
                 _, dropped = self._vectors.popitem(last=False)
                 self._bytes -= dropped.nbytes
 
-    def clear(self) -> None:
-        with self._lock:
-            self._vectors.clear()
-            self._bytes = 0
-            self.hits = self.misses = 0
-
     def __len__(self) -> int:
         return len(self._vectors)
 

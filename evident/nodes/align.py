@@ -7,7 +7,7 @@ from typing import Literal
 from langgraph.runtime import Runtime
 
 from evident.alignment import align as align_passages
-from evident.alignment.evidence import drop_non_evidence
+from evident.alignment.aligner import drop_non_evidence
 from evident.alignment.models import Passage, SourceDocument
 from evident.alignment.outline import document_path
 from evident.context import EvidentContext

@@ -4,7 +4,7 @@ LLM mode fans out: `route_extraction` packs the documents into batches that fit 
 and sends one `extract_batch` task per batch (LangGraph `Send`, run in parallel); `extract` then
 merges their passages, de-duplicated, in batch order. A batch whose model call fails is extracted
 by the offline extractor instead and reported in `model_errors`. Offline mode (no model) runs the
-deterministic lexical extractor over all documents, as before.
+deterministic lexical extractor over all documents.
 """
 
 from __future__ import annotations

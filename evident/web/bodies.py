@@ -53,13 +53,15 @@ _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class BodyRefusal(Exception):
-    """A body the gate refuses: the HTTP status and the message naming the problem."""
+class Refusal(Exception):
+    """A request the gate refuses (its body, or the request itself): the HTTP status, the message naming the
+    problem and any headers the answer carries."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.headers = headers or {}
 
 
 def _names(keys: list[str]) -> str:
@@ -103,24 +105,24 @@ def lone_surrogate(value: Any) -> str | None:
 
 
 def parsed_body(body: bytes, max_depth: int) -> Any:
-    """The body as JSON (None when empty); `BodyRefusal` (422) when it is not UTF-8, nests deeper than
+    """The body as JSON (None when empty); `Refusal` (422) when it is not UTF-8, nests deeper than
     `max_depth`, is not JSON, or holds a lone surrogate."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BodyRefusal(422, f"the request body is not UTF-8 text (byte {exc.start})") from None
+        raise Refusal(422, f"the request body is not UTF-8 text (byte {exc.start})") from None
     if not text.strip():
         return None
     depth = json_depth(text, max_depth)
     if depth > max_depth:
-        raise BodyRefusal(422, f"the request body nests JSON more than {max_depth} levels deep (the limit)")
+        raise Refusal(422, f"the request body nests JSON more than {max_depth} levels deep (the limit)")
     try:
         value = json.loads(text)
     except ValueError as exc:
-        raise BodyRefusal(422, f"the request body is not JSON: {exc}") from None
+        raise Refusal(422, f"the request body is not JSON: {exc}") from None
     where = lone_surrogate(value)
     if where is not None:
-        raise BodyRefusal(422, f"{where} holds a lone surrogate (such as \\ud800), which is not a character")
+        raise Refusal(422, f"{where} holds a lone surrogate (such as \\ud800), which is not a character")
     return value
 
 
@@ -128,21 +130,21 @@ def parsed_body(body: bytes, max_depth: int) -> Any:
 
 
 def client_messages(value: Any, where: str) -> list[BaseMessage]:
-    """A request's `messages` as LangChain messages, each one a client may write; `BodyRefusal` (422)
+    """A request's `messages` as LangChain messages, each one a client may write; `Refusal` (422)
     naming the first that is not."""
     if not isinstance(value, list):
-        raise BodyRefusal(422, f"{where} must be a list of messages")
+        raise Refusal(422, f"{where} must be a list of messages")
     try:
         messages = convert_to_messages(value)
     except Exception as exc:  # any malformed message: its reason, never a 500
-        raise BodyRefusal(422, f"{where} holds a message that cannot be read: {exc}") from None
+        raise Refusal(422, f"{where} holds a message that cannot be read: {exc}") from None
     for message in messages:
         kind = message.type
         calls = getattr(message, "tool_calls", None) or getattr(message, "invalid_tool_calls", None)
         if kind in ("human", "remove") or (kind == "ai" and not calls):
             continue
         what = "an assistant (ai) message with tool calls" if kind == "ai" else f"a {kind!r} message"
-        raise BodyRefusal(422, f"{where} holds {what}: a client writes only user (human) and assistant (ai) "
+        raise Refusal(422, f"{where} holds {what}: a client writes only user (human) and assistant (ai) "
                           "text; instructions, tool calls and tool results are the deployment's and the graph's")
     return messages
 
@@ -154,17 +156,17 @@ def thread_write(values: Any, where: str, ctx: EvidentContext) -> list[BaseMessa
     if values is None:
         return None
     if not isinstance(values, Mapping):
-        raise BodyRefusal(422, f"{where} must be an object")
+        raise Refusal(422, f"{where} must be an object")
     query = values.get("query")
     if isinstance(query, str) and (problem := query_too_long(query, ctx.max_query_chars)):
-        raise BodyRefusal(422, problem)
+        raise Refusal(422, problem)
     if "messages" not in values:
         return None
     messages = client_messages(values["messages"], f"{where}.messages")
     problem = oversized([size_of(m) for m in messages if m.type != "remove"], max_messages=ctx.max_messages,
                         max_chars=ctx.max_conversation_chars)
     if problem:
-        raise BodyRefusal(422, problem)
+        raise Refusal(422, problem)
     return messages
 
 
@@ -173,7 +175,7 @@ def only_thread_keys(values: Any, where: str) -> None:
     if isinstance(values, Mapping):
         others = sorted(str(k) for k in values if k not in THREAD_KEYS)
         if others:
-            raise BodyRefusal(403, f"{where} may write only {_names(list(THREAD_KEYS))} into a thread, not "
+            raise Refusal(403, f"{where} may write only {_names(list(THREAD_KEYS))} into a thread, not "
                               f"{_names(others)}: the rest of a thread's state is the graph's")
 
 
@@ -183,16 +185,16 @@ def command_update(command: Any) -> Any:
     if command is None:
         return None
     if not isinstance(command, Mapping):
-        raise BodyRefusal(422, "command must be an object")
+        raise Refusal(422, "command must be an object")
     if command.get("goto") not in (None, [], ""):
-        raise BodyRefusal(422, "command.goto is not accepted: a run starts at the graph's start (send `input`), "
+        raise Refusal(422, "command.goto is not accepted: a run starts at the graph's start (send `input`), "
                           "so every question passes its checks")
     if command.get("resume") is not None:
-        raise BodyRefusal(422, "command.resume is not accepted: the served graph never waits for one")
+        raise Refusal(422, "command.resume is not accepted: the served graph never waits for one")
     update = command.get("update")
     if isinstance(update, list):  # the API's other shape: [[key, value], ...]
         if not all(isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) for pair in update):
-            raise BodyRefusal(422, "command.update must be an object (or a list of [key, value] pairs)")
+            raise Refusal(422, "command.update must be an object (or a list of [key, value] pairs)")
         update = dict(update)
     only_thread_keys(update, "command.update")
     return update
@@ -206,7 +208,7 @@ def conversation_after(current: list[Any], written: list[BaseMessage], ctx: Evid
     problem = oversized([size_of(m) for m in merged], max_messages=ctx.max_messages,
                         max_chars=ctx.max_conversation_chars)
     if problem:
-        raise BodyRefusal(422, f"{problem}, with the thread's messages")
+        raise Refusal(422, f"{problem}, with the thread's messages")
 
 
 # -- runs, checkpoints, metadata ---------------------------------------------------------------------------------
@@ -217,13 +219,13 @@ def checkpoint_problem(checkpoint: Any, thread_id: str | None, where: str = "che
     if checkpoint is None:
         return
     if not isinstance(checkpoint, Mapping):
-        raise BodyRefusal(422, f"{where} must be an object")
+        raise Refusal(422, f"{where} must be an object")
     others = sorted(str(k) for k in checkpoint if k not in CHECKPOINT_KEYS)
     if others:
-        raise BodyRefusal(403, f"{where} may hold only {_names(sorted(CHECKPOINT_KEYS))}, not {_names(others)}")
+        raise Refusal(403, f"{where} may hold only {_names(sorted(CHECKPOINT_KEYS))}, not {_names(others)}")
     named = checkpoint.get("thread_id")
     if named is not None and str(named) != str(thread_id):
-        raise BodyRefusal(403, f"{where}.thread_id names another thread than the request's")
+        raise Refusal(403, f"{where}.thread_id names another thread than the request's")
 
 
 def metadata_problem(body: Mapping[str, Any], max_bytes: int) -> None:
@@ -237,14 +239,14 @@ def metadata_problem(body: Mapping[str, Any], max_bytes: int) -> None:
         if metadata is None:
             continue
         if not isinstance(metadata, Mapping):
-            raise BodyRefusal(422, f"{where} must be an object")
+            raise Refusal(422, f"{where} must be an object")
         claimed = [key for key in OWNERSHIP_KEYS if key in metadata]
         if claimed:
-            raise BodyRefusal(403, f"{where} {_names(claimed)} may not be set by a request: the server sets who "
+            raise Refusal(403, f"{where} {_names(claimed)} may not be set by a request: the server sets who "
                               "owns what")
         size += json_size(metadata)
     if size > max_bytes:
-        raise BodyRefusal(422, f"the metadata is too large: {size} bytes (the limit is {max_bytes})")
+        raise Refusal(422, f"the metadata is too large: {size} bytes (the limit is {max_bytes})")
 
 
 def merged_metadata_problem(current: Any, patch: Any, max_bytes: int) -> None:
@@ -253,7 +255,7 @@ def merged_metadata_problem(current: Any, patch: Any, max_bytes: int) -> None:
         return
     size = json_size({**current, **patch})
     if size > max_bytes:
-        raise BodyRefusal(422, f"the metadata would be too large: {size} bytes with what it holds already "
+        raise Refusal(422, f"the metadata would be too large: {size} bytes with what it holds already "
                           f"(the limit is {max_bytes})")
 
 
@@ -270,7 +272,7 @@ def run_problem(body: Any, thread_id: str | None, ctx: EvidentContext,
         return None  # not a run: the route says why
     steering = [field for field in STEERING_FIELDS if body.get(field) not in (None, [], "")]
     if steering:
-        raise BodyRefusal(403, f"{_names(steering)} may not be set by a request: where a run's traces, feedback "
+        raise Refusal(403, f"{_names(steering)} may not be set by a request: where a run's traces, feedback "
                           "and output go is the deployment's")
     checkpoint_problem(body.get("checkpoint"), thread_id)
     metadata_problem(body, max_metadata_bytes)
@@ -282,13 +284,13 @@ def state_update_problem(body: Any, thread_id: str, ctx: EvidentContext) -> list
     """Check `POST /threads/{id}/state` (`update_state`); returns the messages it writes (the gate then
     checks the thread's whole conversation), else None."""
     if not isinstance(body, Mapping):
-        raise BodyRefusal(422, "the body must be an object")
+        raise Refusal(422, "the body must be an object")
     values, as_node = body.get("values"), body.get("as_node")
     if as_node is not None and not (as_node == COPY_NODE and values is None):
-        raise BodyRefusal(403, f"as_node {as_node!r} is not accepted: a client writes a thread as its user, "
+        raise Refusal(403, f"as_node {as_node!r} is not accepted: a client writes a thread as its user, "
                           "never as a step of the graph")
     checkpoint_problem(body.get("checkpoint"), thread_id)
     if isinstance(values, list):
-        raise BodyRefusal(422, "values must be an object")
+        raise Refusal(422, "values must be an object")
     only_thread_keys(values, "values")
     return thread_write(values, "values", ctx)

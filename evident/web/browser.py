@@ -37,7 +37,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 EXPOSED = ["x-pagination-total", "x-pagination-next", "content-location"]
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
+def header(scope: Scope, name: bytes) -> str | None:
+    """The value of header `name` (lower case) of an ASGI scope, or None."""
     for key, value in scope.get("headers") or []:
         if key.lower() == name:
             return str(value.decode("latin-1"))
@@ -54,15 +55,15 @@ def same_origin(origin: str, host: str | None) -> bool:
 
 def refusal(scope: Scope, settings: ServerSettings) -> str | None:
     """Why this request is refused, or None."""
-    host = _header(scope, b"host")
+    host = header(scope, b"host")
     if not host_allowed(settings, host or ""):
         return f"host {host!r} is not served: only loopback names and allowed_hosts are"
-    origin = _header(scope, b"origin")
+    origin = header(scope, b"origin")
     if origin is not None:
         if origin.rstrip("/") in settings.cors_origins or same_origin(origin, host):
             return None
         return f"requests from origin {origin!r} are not allowed (cors_origins)"
-    site = (_header(scope, b"sec-fetch-site") or "").lower()
+    site = (header(scope, b"sec-fetch-site") or "").lower()
     if site in ("cross-site", "same-site") and scope.get("method", "GET") not in SAFE_METHODS:
         return "cross-site requests are not allowed"
     return None
@@ -109,7 +110,7 @@ class BrowserGuard:
         if problem is not None:
             await self._refuse(scope, send, 403, problem)
             return
-        origin = _header(scope, b"origin")
+        origin = header(scope, b"origin")
         private_ok = origin is not None and origin.rstrip("/") in settings.cors_origins
 
         async def guarded_send(message: Message) -> None:

@@ -47,7 +47,8 @@ from evident.settings import ConfigError, ServerSettings
 from evident.web import bodies
 from evident.web.admitted import admitted_client
 from evident.web.auth import direct_client, identify
-from evident.web.bodies import BodyRefusal
+from evident.web.bodies import Refusal
+from evident.web.browser import header
 from evident.web.fairness import RETRY_AFTER_S, RunSlots, TooManyRuns, created_runs
 from evident.web.inprocess import read_as_caller
 from evident.web.routes import ServedRoute, allowed_route, refused_routes, route_table
@@ -63,23 +64,6 @@ BACKGROUND_ROUTES = frozenset({"/runs", "/threads/{thread_id}/runs", "/runs/batc
 # What the gate hands itself in the request's scope: who the caller is, and how many runs it creates.
 USER_KEY, RUNS_KEY = "evident.user", "evident.runs"
 _THREAD = re.compile(r"/threads/([^/]+)")
-
-
-class Refusal(Exception):
-    """A request the gate answers itself: status, detail, extra headers."""
-
-    def __init__(self, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.headers = headers or {}
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers") or []:
-        if key.lower() == name:
-            return str(value.decode("latin-1"))
-    return None
 
 
 def _shown(routes: list[ServedRoute]) -> str:
@@ -100,13 +84,13 @@ def log_route_table(app: object) -> None:
 def _authenticate(scope: Scope, settings: ServerSettings) -> str:
     """The caller's identity, by the same rules as the LangGraph API's own routes (evident/web/auth.py)."""
     try:
-        return str(identify(_header(scope, b"authorization"), admitted_client.get(), settings)["identity"])
+        return str(identify(header(scope, b"authorization"), admitted_client.get(), settings)["identity"])
     except Auth.exceptions.HTTPException as exc:
         raise Refusal(exc.status_code, str(exc.detail), dict(exc.headers or {})) from None
 
 
 def _declared_length(scope: Scope, limit: int) -> None:
-    declared = _header(scope, b"content-length")
+    declared = header(scope, b"content-length")
     if declared is None:
         return
     if not declared.strip().isdigit():
@@ -219,7 +203,7 @@ class RequestGate:
         if route.access != "public" and method != "OPTIONS":
             # token files: no blocking on the loop
             scope = {**scope, USER_KEY: await asyncio.to_thread(_authenticate, scope, settings)}
-        has_body = _header(scope, b"content-length") not in (None, "0") or _header(scope, b"transfer-encoding")
+        has_body = header(scope, b"content-length") not in (None, "0") or header(scope, b"transfer-encoding")
         if method in _BODILESS and not has_body:
             return scope, receive
         body = await read_bounded(receive, settings.max_body_bytes)
@@ -227,10 +211,7 @@ class RequestGate:
             raise Refusal(400, "the client closed the request before its body was read")
         if method in _BODILESS:
             return scope, replaying(body, receive)
-        try:
-            scope = await checked_body({**scope, "evident.route": route.path}, route.path, body, settings)
-        except BodyRefusal as refusal:
-            raise Refusal(refusal.status, refusal.detail) from None
+        scope = await checked_body({**scope, "evident.route": route.path}, route.path, body, settings)
         return scope, replaying(b"" if scope.get("method") == "GET" else body, receive)
 
 
@@ -238,7 +219,7 @@ def _deployment() -> ContextWithDefaults:
     try:
         return ContextWithDefaults()
     except ConfigError as exc:
-        raise BodyRefusal(503, str(exc)) from None
+        raise Refusal(503, str(exc)) from None
 
 
 def _body_checks(route: str, path: str, body: bytes, settings: ServerSettings) -> tuple[Any, Any]:
@@ -253,7 +234,7 @@ def _body_checks(route: str, path: str, body: bytes, settings: ServerSettings) -
         return parsed, written if thread_id else None  # a run without a thread starts an empty one
     if route == "/runs/batch":
         if not isinstance(parsed, list) or not parsed:
-            raise BodyRefusal(422, "a batch is a non-empty list of runs")
+            raise Refusal(422, "a batch is a non-empty list of runs")
         for run in parsed:
             bodies.run_problem(run, None, _deployment(), settings.max_metadata_bytes)
         return parsed, None
@@ -264,17 +245,17 @@ def _body_checks(route: str, path: str, body: bytes, settings: ServerSettings) -
         checkpoint = parsed.get("checkpoint") if isinstance(parsed, dict) else None
         bodies.checkpoint_problem(checkpoint, thread_id)
     elif route == "/threads" and isinstance(parsed, dict) and parsed.get("supersteps"):
-        raise BodyRefusal(422, "supersteps are not accepted: a thread starts empty, and a run or update_state "
+        raise Refusal(422, "supersteps are not accepted: a thread starts empty, and a run or update_state "
                           "writes into it")
     elif route == "/threads/search" and isinstance(parsed, dict) and parsed.get("values"):
-        raise BodyRefusal(422, "a values filter is not supported: search threads by metadata, status or ids")
+        raise Refusal(422, "a values filter is not supported: search threads by metadata, status or ids")
     elif route in ("/assistants", "/assistants/{assistant_id}") and isinstance(parsed, dict):
         bodies.metadata_problem(parsed, settings.max_metadata_bytes)
     return parsed, None
 
 
 async def checked_body(scope: Scope, route: str, body: bytes, settings: ServerSettings) -> Scope:
-    """`scope` once its body passed the checks of evident/web/bodies.py (`BodyRefusal` otherwise),
+    """`scope` once its body passed the checks of evident/web/bodies.py (`Refusal` otherwise),
     rewritten where the request means another route."""
     path = str(scope.get("path") or "")
     parsed, written = await asyncio.to_thread(_body_checks, route, path, body, settings)

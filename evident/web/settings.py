@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import threading
-from pathlib import Path
 
 from evident.settings import DeployedServerSettings, ServerSettings, environment_value, setting_variables
 
@@ -30,11 +29,6 @@ def host_allowed(settings: ServerSettings, host: str) -> bool:
     return name is not None and (name in LOOPBACK_HOSTS or name in {h.lower() for h in settings.allowed_hosts})
 
 
-def load_server_settings(config: str | Path | None = None) -> ServerSettings:
-    """`[server]` of evident.toml, then the environment; a clear `ConfigError` when invalid."""
-    return DeployedServerSettings.load(config)
-
-
 _lock = threading.Lock()
 _cached: dict[tuple[str | None, ...], ServerSettings] = {}
 _VARIABLES = ["EVIDENT_CONFIG", *(var for name, info in ServerSettings.model_fields.items()
@@ -48,5 +42,5 @@ def server_settings() -> ServerSettings:
     with _lock:
         found = _cached.get(key)
         if found is None:
-            found = _cached[key] = load_server_settings()
+            found = _cached[key] = DeployedServerSettings.load()
     return found

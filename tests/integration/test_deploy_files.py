@@ -16,7 +16,7 @@ import yaml
 from typer.main import get_command
 
 from evident.cli import app
-from evident.web.settings import load_server_settings
+from evident.settings import DeployedServerSettings
 from tests.integration.test_cli import Q, no_traceback, run
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -94,7 +94,7 @@ def test_the_settings_file_indexes_and_answers_as_shipped(tmp_path: Path, exampl
     config = tmp_path / "evident.toml"
     config.write_text(shipped.replace("/srv/corpus", str(examples))
                       .replace("/etc/evident/tokens.json", str(DEPLOY / "config" / "tokens.json")), encoding="utf-8")
-    assert load_server_settings(config).auth_configured
+    assert DeployedServerSettings.load(config).auth_configured
     env = {"EVIDENT_INDEX_DIR": str(tmp_path / "index")}
     indexed = run("index", "--config", str(config), env=env)
     no_traceback(indexed)

@@ -369,7 +369,7 @@ def test_langsmith_traces_never_carry_hidden_documents() -> None:
 
 def test_stuck_sources_never_make_later_queries_wait(release: threading.Event) -> None:
     """Each query's stuck source keeps its thread; later queries still get threads of their own."""
-    from evident.connectors.workers import SourceWorkers
+    from evident.connectors.federated import SourceWorkers
 
     federation = fed(
         Source(name="stuck", retriever=Scripted(hang=release), timeout_s=0.2),

@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from evident.alignment.evidence import evidence_problem, is_heading_only
+from evident.alignment.aligner import evidence_problem, is_heading_only
 from evident.context import EvidentContext
 from evident.graph import build_graph
 from evident.graph.tracing import summarize

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evident.alignment import align, drops, tokenize
-from evident.alignment.evidence import drop_non_evidence
+from evident.alignment.aligner import drop_non_evidence
 from evident.alignment.lexicon import content_tokens, stem, words
 from evident.alignment.models import AlignmentDecision
 from evident.alignment.tokenize import bmp_word_pattern, is_word_char

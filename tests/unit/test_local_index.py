@@ -16,7 +16,8 @@ from langchain_core.documents import Document
 
 from evident.alignment.models import SourceDocument
 from evident.connectors.base import to_langchain_document, to_source_document
-from evident.connectors.index.embedded import IndexFileError, IndexStats, LocalIndex, default_index_path
+from evident.connectors.index.corpus import IndexStats
+from evident.connectors.index.embedded import IndexFileError, LocalIndex, default_index_path
 from evident.connectors.index.fts_query import fts_match_expression
 from evident.connectors.index.loaders import CorpusError, CorpusLimits
 from evident.connectors.index.retriever import LocalCorpusRetriever

@@ -26,13 +26,13 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from evident.settings import ConfigError
+from evident.settings import ConfigError, DeployedServerSettings
 from evident.web import auth as auth_module
 from evident.web import settings as web_settings
 from evident.web.admitted import admitted_client
 from evident.web.auth import check_settings, direct_client, identify, owner_filter, token_digest
 from evident.web.browser import BrowserGuard
-from evident.web.settings import LOOPBACK_HOSTS, ServerSettings, host_name, load_server_settings
+from evident.web.settings import LOOPBACK_HOSTS, ServerSettings, host_name
 
 LOOPBACK = ("127.0.0.1", 50000)
 REMOTE = ("10.1.2.3", 50000)
@@ -149,14 +149,14 @@ def test_server_settings_from_evident_toml_and_the_environment(tmp_path: Path,
     config = tmp_path / "evident.toml"
     config.write_text('top_n = 3\n[server]\ntokens_file = "tokens.json"\ncors_origins = ["https://app.example/"]\n',
                       encoding="utf-8")
-    s = load_server_settings(config)
+    s = DeployedServerSettings.load(config)
     assert s.tokens_file == tmp_path / "tokens.json" and s.cors_origins == ["https://app.example"]
     assert s.auth_configured
     monkeypatch.setenv("EVIDENT_CORS_ORIGINS", "https://a.example, https://b.example")
-    assert load_server_settings(config).cors_origins == ["https://a.example", "https://b.example"]
+    assert DeployedServerSettings.load(config).cors_origins == ["https://a.example", "https://b.example"]
     monkeypatch.setenv("EVIDENT_CORS_ORIGINS", "*")
     with pytest.raises(ConfigError, match="cors_origins"):
-        load_server_settings(config)
+        DeployedServerSettings.load(config)
     # The query settings of the same file are untouched by the [server] section.
     from evident.context import EvidentContext
 

@@ -13,14 +13,14 @@ from starlette.testclient import TestClient
 
 from evident.context import EvidentContext
 from evident.web import bodies
-from evident.web.bodies import BodyRefusal
+from evident.web.bodies import Refusal
 from evident.web.feedback import give_feedback
 
 CTX = EvidentContext(max_messages=4, max_conversation_chars=1000, max_query_chars=50)
 
 
-def refusal(call: Any) -> BodyRefusal:
-    with pytest.raises(BodyRefusal) as raised:
+def refusal(call: Any) -> Refusal:
+    with pytest.raises(Refusal) as raised:
         call()
     return raised.value
 

@@ -34,6 +34,17 @@ MB = 1_000_000
 _SETTINGS = CorpusFileSettings()
 
 
+class IndexStats(BaseModel):
+    """Document counts of one indexing run, an index's `add_corpus` or a PostgreSQL refresh (`skipped` counts
+    skip reports, not documents)."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: int = 0
+
+
 class CorpusLimits(BaseModel):
     """What a corpus may make the loader do, and what of it is read and how (settings `follow_symlinks`,
     `max_file_mb`, `section_chars`, `exclude`, `fallback_encoding`)."""

@@ -26,14 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from filelock import FileLock, Timeout
-from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from evident.embeddings.scorer import SemanticScorer
 
 from evident.alignment.models import SourceDocument
 from evident.connectors.hybrid import Candidate, hybrid_ranking
-from evident.connectors.index.corpus import url_conflict
+from evident.connectors.index.corpus import IndexStats, url_conflict
 from evident.connectors.index.excluded import page_copies
 from evident.connectors.index.fts_query import fts_search
 from evident.connectors.index.loaders import (
@@ -73,7 +72,7 @@ from evident.conversation.asking import weighted_terms
 from evident.embeddings.meaning import QueryMeaning, without_meaning
 from evident.settings import index_dir
 
-__all__ = ["EmbedStats", "IndexFileError", "IndexStats", "LocalIndex", "default_index_path", "rebuild_index",
+__all__ = ["EmbedStats", "IndexFileError", "LocalIndex", "default_index_path", "rebuild_index",
            "title_first_order"]
 
 # A query word in the title says more about the document than one in its body. 20 (was 4) measured
@@ -101,16 +100,6 @@ class _Claim(NamedTuple):
     origin: str
     mtime_ns: int
     size: int
-
-
-class IndexStats(BaseModel):
-    """Document counts of one `add_corpus` run (`skipped` counts skip reports, not documents)."""
-
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    skipped: int = 0
 
 
 def default_index_path(paths: Sequence[str | Path]) -> Path:

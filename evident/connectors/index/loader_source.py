@@ -23,9 +23,9 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
+from evident.connectors.index.corpus import IndexStats
 from evident.connectors.index.doc_ids import DocumentIdError, safe_document_id, validate_document_id
-from evident.connectors.index.embedded import IndexStats, LocalIndex
-from evident.connectors.remote.docs_index import pages_path, write_pages
+from evident.connectors.remote.docs_index import index_pages
 from evident.connectors.source import SourceFailure
 
 SkipReporter = Callable[[str, str], None]
@@ -91,12 +91,7 @@ def refresh_loader_index(
         raise SourceFailure(f"the loader failed: {type(exc).__name__}: {exc}") from None
     if not records:
         raise SourceFailure("the loader gave no document with text; the index was left as it was")
-    snapshot = pages_path(index_path)
-    write_pages(snapshot, records)
-    with LocalIndex(index_path) as index:
-        stats = index.add_corpus(snapshot)
-        stats.removed += index.retain_roots([snapshot])
-        count = index.count()
+    stats, count = index_pages(index_path, records)
     return LoaderRefreshStats(**stats.model_dump(), loaded=len(records), pages=count)
 
 

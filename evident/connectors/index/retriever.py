@@ -16,8 +16,7 @@ from evident.connectors.index.embedded import LocalIndex, default_index_path
 from evident.connectors.index.loaders import DEFAULT_LIMITS, CorpusLimits, SkipHandler
 from evident.connectors.index.vectors import STEP_WINDOWS
 from evident.connectors.index.visible_ranking import CANDIDATE_POOL
-from evident.connectors.lazy import OpenedOnFirstUse
-from evident.connectors.source import RanksByMeaning, StoresVectors
+from evident.connectors.source import OpenedOnFirstUse, RanksByMeaning, StoresVectors
 from evident.embeddings.meaning import QueryMeaning
 
 if TYPE_CHECKING:

@@ -26,10 +26,9 @@ from typing import Any
 import numpy as np
 import psycopg
 from psycopg import sql
-from pydantic import BaseModel
 
 from evident.alignment.models import SourceDocument
-from evident.connectors.index.corpus import CorpusError, CorpusLimits, SkipHandler, url_conflict
+from evident.connectors.index.corpus import CorpusError, CorpusLimits, IndexStats, SkipHandler, url_conflict
 from evident.connectors.index.loaders import load_corpus, log_skip
 from evident.connectors.index.vectors import COMMIT_EVERY, EmbedProgress, EmbedStats, vectors_key
 from evident.connectors.postgres.connections import Connections
@@ -43,14 +42,9 @@ from evident.embeddings.windows import document_windows
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 
-class RefreshStats(BaseModel):
-    """Document counts of one refresh (`skipped` counts skip reports, not documents)."""
+class RefreshStats(IndexStats):
+    """The counts of one refresh, and the documents the table holds after it."""
 
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    skipped: int = 0
     documents: int = 0
 
 

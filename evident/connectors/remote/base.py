@@ -12,9 +12,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, PrivateAttr
 
 from evident.connectors.acl import coerce_principal
-from evident.connectors.lazy import OpenedOnFirstUse
 from evident.connectors.remote.http import USER_AGENT, Flow, arun_flow, run_flow
-from evident.connectors.source import AccessOptions, AccessReport, PermissionAware
+from evident.connectors.source import AccessOptions, AccessReport, OpenedOnFirstUse, PermissionAware
 from evident.models import Principal
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import httpx
 
-from evident.connectors.index.embedded import IndexStats, LocalIndex
+from evident.connectors.index.corpus import IndexStats
+from evident.connectors.index.embedded import LocalIndex
 from evident.connectors.remote.docs_site import Crawler, CrawlSettings, SkipReporter, normalize_url
 from evident.connectors.remote.http import host
 from evident.connectors.source import SourceFailure
@@ -67,6 +68,16 @@ def write_pages(path: Path, records: list[dict[str, Any]]) -> None:
     os.replace(tmp, path)  # readers see the old snapshot or the new one, never half of one
 
 
+def index_pages(index_path: Path, records: list[dict[str, Any]]) -> tuple[IndexStats, int]:
+    """`records` written as the index's snapshot and the index brought to it: its counts and its pages."""
+    snapshot = pages_path(index_path)
+    write_pages(snapshot, records)
+    with LocalIndex(index_path) as index:
+        stats = index.add_corpus(snapshot)
+        stats.removed += index.retain_roots([snapshot])
+        return stats, index.count()
+
+
 def refresh_docs_index(
     settings: CrawlSettings,
     index_path: Path,
@@ -83,9 +94,5 @@ def refresh_docs_index(
         reasons = "; ".join(f"{url}: {why}" for url, why in result.skipped[:3]) or "no pages found"
         raise SourceFailure(f"crawl of {', '.join(host(u) for u in settings.sitemaps + settings.start_urls)} "
                             f"found no pages ({reasons}); the index was left as it was")
-    write_pages(snapshot, result.records)
-    with LocalIndex(index_path) as index:
-        stats = index.add_corpus(snapshot)
-        stats.removed += index.retain_roots([snapshot])
-        count = index.count()
+    stats, count = index_pages(index_path, result.records)
     return DocsRefreshStats(**stats.model_dump(), fetched=result.fetched, reused=result.reused, pages=count)

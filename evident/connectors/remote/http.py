@@ -27,11 +27,6 @@ USER_AGENT = "EvidenT/0.1 (federated retrieval; +https://github.com/evident-rag/
 MAX_RESPONSE_BYTES = 20_000_000  # an API page of search hits is far below this; more is an error
 
 
-def origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else url
-
-
 def host(url: str | httpx.URL) -> str:
     parts = urlsplit(str(url))
     return parts.netloc or str(url)

@@ -74,7 +74,7 @@ export function applyUpdate(state, node, update) {
   if (!update || typeof update !== "object") return state;
   const next = node === FIRST_STEP ? {} : { ...state };
   for (const [key, value] of Object.entries(update)) {
-    // A query's first step that reads the index replaces what the thread's previous query left.
+    // `rewrite`, a query's first step, replaces (Overwrite) what the thread's previous query left.
     if (isOverwrite(value)) next[key] = value.value;
     else if (ADDITIVE.has(key) && node !== FIRST_STEP) next[key] = [...(next[key] || []), ...(value || [])];
     else if (key === "timings_ms") next[key] = { ...(node === FIRST_STEP ? {} : next[key]), ...value };
