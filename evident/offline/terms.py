@@ -87,6 +87,17 @@ def content_keys(text: str) -> tuple[str, ...]:
     return tuple(words(text))
 
 
+# "... if I never set it?", "without options", "unless I say otherwise", "if I have not configured any": the
+# question asks for the default, which the text calls by that word ("The default is ...", "Defaults to ...").
+_ASKS_DEFAULT = re.compile(
+    r"\b(?:if|when) (?:i|you|we) (?:never|don't|do not|haven't|have not|didn't|did not)\b(?: \w+){0,2}? "
+    r"(?:set|choose|chose|configure|configured|specify|specified|pick|change|changed|say|give)\b"
+    r"|\bwithout (?:any )?(?:options|settings|configuration|arguments)\b|\bunless (?:i|you) say otherwise\b",
+    re.IGNORECASE,
+)
+_DEFAULT = "default"
+
+
 def query_terms(query: str) -> list[tuple[str, float]]:
     """The query's matching keys in order, each with a corpus-free prior weight: filler words count
     less, the scenario of a message less than its asking part, greetings and requests not at all."""
@@ -108,6 +119,9 @@ def query_terms(query: str) -> list[tuple[str, float]]:
                     out[key] = max(out.get(key, 0.0), weight)
             if asks:
                 out[QUANTITY] = max(out.get(QUANTITY, 0.0), part_weight)
+        if _ASKS_DEFAULT.search(part):
+            key = stem(_DEFAULT)
+            out[key] = max(out.get(key, 0.0), part_weight)
     return list(out.items())
 
 

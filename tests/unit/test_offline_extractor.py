@@ -480,3 +480,14 @@ def test_a_question_asking_for_a_quantity_is_answered_by_the_sentence_that_gives
     question = "How many days does the cleanup job keep a backup of the build cache?"
     quoted = [p.content for p in extract_passages(question, [page])]
     assert any("The default is 14 days." in q for q in quoted)
+
+
+def test_a_question_about_what_happens_unless_one_chooses_asks_for_the_default() -> None:
+    # "if I have not configured one" asks for the default, which the page calls by that word; without it the
+    # sentence that names the default shares only "editor" with the question and is left out.
+    content = ("# Editor\n\nThe editor opens for every commit message you write, and it opens again for an "
+               "interactive rebase of your commits.\n\nAn editor can be any program that waits until you close "
+               "the file.\n\n## Choosing one\n\nThe editor is the program set in core.editor. The default is vi.\n")
+    page = SourceDocument(url="https://docs.example/editor", title="Editor", content=content)
+    question = "Which editor opens for my commit message if I have not configured one?"
+    assert any("The default is vi." in p.content for p in extract_passages(question, [page]))
