@@ -65,16 +65,17 @@ def _keys(word: str) -> list[str]:
         return out
     if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
         return []
-    if word in _NUMBER_WORDS or any(ch.isdigit() for ch in word):
-        return [stem(word), QUANTITY]
     return [stem(word)]
 
 
 def unit_terms(text: str) -> list[str]:
-    """Stemmed content terms of `text` in order, stopwords removed (adjacency after removal counts)."""
+    """Stemmed content terms of `text` in order, stopwords removed (adjacency after removal counts), each
+    number followed by `QUANTITY`."""
     out: list[str] = []
     for w in words(text):
         out.extend(_keys(w))
+        if w in _NUMBER_WORDS or any(ch.isdigit() for ch in w):
+            out.append(QUANTITY)
     return out
 
 
@@ -115,8 +116,7 @@ def query_terms(query: str) -> list[tuple[str, float]]:
             if weight <= 0:
                 continue
             for key in _keys(w):
-                if key != QUANTITY:
-                    out[key] = max(out.get(key, 0.0), weight)
+                out[key] = max(out.get(key, 0.0), weight)
             if asks:
                 out[QUANTITY] = max(out.get(QUANTITY, 0.0), part_weight)
         if _ASKS_DEFAULT.search(part):
@@ -131,7 +131,7 @@ def scenario_keys(query: str) -> frozenset[str]:
     asking: set[str] = set()
     scenario: set[str] = set()
     for part, weight in message_parts(query):
-        keys = {k for w in words(part) for k in _keys(w) if k != QUANTITY}
+        keys = {k for w in words(part) for k in _keys(w)}
         (asking if weight >= 1.0 else scenario).update(keys)
     return frozenset(scenario - asking)
 
@@ -151,7 +151,7 @@ def entity_keys(query: str) -> frozenset[str]:
     opening = True
     for key, start, end in zip(toks.tokens, toks.starts, toks.ends, strict=True):
         if not opening and any(ch.isupper() for ch in toks.text[start:end]):
-            out.update(k for k in _keys(key) if k != QUANTITY)
+            out.update(_keys(key))
         # The next token opens a sentence if only sentence punctuation and spaces lie in between.
         tail = toks.text[end : end + 3].lstrip(" \"'”’)")
         opening = tail[:1] in (".", "?", "!", ":")
