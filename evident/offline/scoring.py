@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from evident.alignment.models import SourceDocument
 from evident.offline.terms import (
     ENTITY_WEIGHT,
-    QUANTITY,
     entity_keys,
+    matched,
     pairs,
     query_terms,
     scenario_keys,
@@ -56,9 +56,6 @@ class Scorer:
             idf = math.log(1 + (n - d + 0.5) / (d + 0.5)) if n else 1.0
             self.weights[t] = idf * prior * (ENTITY_WEIGHT if t in self.names else 1.0)
         self.total = sum(self.weights.values())
-        # `terms.matched` for these weights, split once: it runs for every unit and window of the pages.
-        self._words = {t: w for t, w in self.weights.items() if t != QUANTITY}
-        self._type = self.weights.get(QUANTITY, 0.0)
         self.scenario = scenario_keys(query)
         self.pairs = frozenset(pairs([t for t, _ in terms]))
         # Names the retrieved set knows, per document (title and URL included): a window from a
@@ -87,8 +84,7 @@ class Scorer:
         return self.names & self.doc_terms[doc]
 
     def matched(self, terms: frozenset[str]) -> float:
-        words = sum(w for t, w in self._words.items() if t in terms)
-        return words + self._type if words > 0 and QUANTITY in terms else words
+        return matched(self.weights, terms)
 
     def raw(self, terms: frozenset[str], unit_pairs: frozenset[tuple[str, str]]) -> float:
         bonus = sum(self.settings.pair_bonus * (self.weights[a] + self.weights[b]) for a, b in self.pairs & unit_pairs)
