@@ -61,9 +61,8 @@ def _grow(
     count = 1
     # A definition entry (the text under a term heading) is one unit: quoted whole when it is no longer
     # than an answer may be, so that its default is never cut from the setting it belongs to.
-    entry = _entry(units, anchor, text)
-    if entry is not None and entry[1] - entry[0] + 1 <= entry_cap and not any(
-            k in used for k in range(entry[0], entry[1] + 1)):
+    entry = _entry(units, anchor, text, entry_cap)
+    if entry is not None and not any(k in used for k in range(entry[0], entry[1] + 1)):
         return entry[0], entry[1], entry[1]
     # An item reads as an answer only with the label that introduces it.
     if a.kind == "item" and anchor > 0 and (anchor - 1) not in used:
@@ -105,16 +104,19 @@ def names_code(heading: str) -> bool:
     return names_a_thing(heading) and bool(_CODE.search(heading.lstrip("#")))
 
 
-def _entry(units: Sequence[Unit], anchor: int, text: str) -> tuple[int, int] | None:
-    """The first and last unit of the definition entry `units[anchor]` is in: the units under a term
-    heading that names a thing in code (`names_code`), up to the next heading; None outside one."""
+def _entry(units: Sequence[Unit], anchor: int, text: str, cap: int) -> tuple[int, int] | None:
+    """The first and last unit of the definition entry `units[anchor]` is in: the units under a heading
+    that names a thing in code (`names_code`), up to the next heading; None outside one, or when it holds
+    more than `cap` units (read no further than that: every unit of a long section is an anchor)."""
     h = units[anchor].section
-    if h < 0 or not is_term(units[h], text) or not names_code(text[units[h].start : units[h].end]):
+    if h < 0 or units[h].kind != "heading" or not names_code(text[units[h].start : units[h].end]):
         return None
     last = h + 1
     while last + 1 < len(units) and units[last + 1].section == h:
         last += 1
-    return h + 1, last
+        if last - h > cap:
+            return None
+    return (h + 1, last) if last - h <= cap else None
 
 
 def _paragraph(units: Sequence[Unit], anchor: int) -> tuple[int, int]:
